@@ -1,0 +1,189 @@
+"""`chatbot` command line. Heavy libraries are imported inside the commands so --help is instant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _settings():
+    from chatbot.settings import load_settings
+
+    return load_settings()
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    from chatbot.settings import config_file, describe
+
+    rows = describe(_settings())
+    if args.json:
+        print(json.dumps(rows, default=str, indent=2))
+        return 0
+    print(f"# config file: {config_file() or '(none)'}; env prefix CHATBOT_ (nested with __)")
+    for row in rows:
+        print(f"{row['key']} = {row['value']!s}    [{row['source']}]")
+        print(f"    {row['description']}")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from chatbot.pipeline import Services
+    from corpus.importers import CorpusError, read_corpus
+    from corpus.segmenter import segment_documents
+
+    settings = _settings()
+    try:
+        result = read_corpus([Path(p) for p in args.paths], strict=args.strict or settings.corpus.strict)
+    except (CorpusError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for problem in result.problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    if not result.documents:
+        print("error: no valid documents found; nothing ingested", file=sys.stderr)
+        return 2
+    segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
+    services = Services(settings, collection=args.collection)
+    with tqdm(total=len(segments), desc="embedding", unit="seg", file=sys.stderr, disable=args.quiet) as bar:
+        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
+    rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
+    summary = {
+        **report.as_dict(),
+        "skipped_records": len(result.problems),
+        "segments_per_s": round(rate, 1),
+        "collection": services.collection_name,
+        "embedding_model": services.embedder.name,
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+def _print_answer(ans: dict[str, Any], trace: bool) -> None:
+    if ans.get("urgent"):
+        print("!! " + ans.get("urgent_message", ""))
+    print(ans["reply"])
+    if ans["links"]:
+        print("\nSources:")
+        for i, link in enumerate(ans["links"], 1):
+            print(f"  [{i}] {link['title']} — {link['url']}")
+    if ans.get("demo_content"):
+        print("\n(Demonstration content: not certified by a clinician.)")
+    if trace:
+        print("\nTrace:")
+        print(json.dumps(ans["trace"], indent=2, ensure_ascii=False))
+
+
+def _read_batch(path: Path) -> list[tuple[str, str]]:
+    items = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
+            items.append((str(rec.get("id", lineno)), rec.get("text", "")))
+        else:
+            items.append((str(lineno), line.strip()))
+    return items
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from chatbot.answer import answer
+    from chatbot.index import IndexError_
+    from chatbot.pipeline import Services
+
+    settings = _settings()
+    services = Services(settings, collection=args.collection)
+    try:
+        if args.batch:
+            items = _read_batch(Path(args.batch))
+            for qid, text in items:
+                ans = answer(text, services, args.pipeline)
+                print(json.dumps({"id": qid, **ans}, ensure_ascii=False), flush=True)
+            return 0
+        if args.question is None:
+            print("error: give a QUESTION or --batch FILE", file=sys.stderr)
+            return 2
+        ans = answer(args.question, services, args.pipeline)
+    except IndexError_ as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(ans, ensure_ascii=False))
+    else:
+        _print_answer(ans, args.trace)
+    return 0 if ans["status"] != "invalid_input" else 1
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from evaluation.harness import main_retrieval
+
+    return main_retrieval(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chatbot", description="Certified-content medical chatbot.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("settings", help="print the effective settings and where each value came from")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_settings)
+
+    p = sub.add_parser("ingest", help="segment, embed and index certified documents (incremental)")
+    p.add_argument("paths", nargs="+", help="Markdown folders/files or BEIR corpus.jsonl files/folders")
+    p.add_argument("--collection", default=None, help="Chroma collection (default: settings index.collection)")
+    p.add_argument("--strict", action="store_true", help="abort on the first malformed record")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ask", help="answer a question from the certified corpus")
+    p.add_argument("question", nargs="?")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--trace", action="store_true", help="show ids, scores and timings of each stage")
+    p.add_argument("--batch", metavar="FILE", help="JSONL with id/text, or one question per line; JSONL out")
+    p.add_argument("--pipeline", default=None, help="bm25, dense, dense+rerank (alias naive)")
+    p.add_argument("--collection", default=None)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("eval", help="evaluation harness")
+    esub = p.add_subparsers(dest="eval_command", required=True)
+    r = esub.add_parser("retrieval", help="retrieval metrics on a BEIR-style folder")
+    r.add_argument("--data", required=True, type=Path, help="folder with corpus.jsonl, queries.jsonl, qrels.tsv")
+    r.add_argument(
+        "--pipeline", action="append", dest="pipelines", help="repeatable; default bm25, dense, dense+rerank"
+    )
+    r.add_argument("--limit", type=int, default=None, help="first N judged queries only")
+    r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    r.add_argument("--out", type=Path, default=None, help="results folder (default evaluation/results)")
+    r.add_argument("--name", default=None, help="report name (default: data folder name)")
+    r.set_defaults(func=cmd_eval_retrieval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Retrieval stages: question (or HyDoc) text → top-k certified segments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from chatbot.index import Hit, SegmentIndex
+from corpus.model import Segment
+from corpus.segmenter import embedding_text
+
+
+class DenseRetriever:
+    """Bi-encoder top-k from the vector index."""
+
+    def __init__(self, index: SegmentIndex, embedder) -> None:
+        self.index = index
+        self.embedder = embedder
+
+    def __call__(self, text: str, k: int = 50) -> list[Hit]:
+        return self.batch([text], k)[0]
+
+    def batch(self, texts: Sequence[str], k: int = 50) -> list[list[Hit]]:
+        vectors = self.embedder.embed_queries(list(texts))
+        hits = self.index.search_vectors(vectors, k)
+        for row in hits:
+            for h in row:
+                h.detail["dense"] = h.score
+        return hits
+
+
+def _tokenize(texts: Sequence[str]) -> list[list[str]]:
+    import bm25s
+
+    return bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
+
+
+class BM25Retriever:
+    """Lexical BM25 over the same segments (bm25s, Lucene variant)."""
+
+    def __init__(self, segments: Sequence[Segment]) -> None:
+        import bm25s
+
+        self.segments = list(segments)
+        self.position = {s.id: i for i, s in enumerate(self.segments)}
+        self.model = bm25s.BM25()
+        self.model.index(_tokenize([embedding_text(s) for s in self.segments]), show_progress=False)
+
+    def scores(self, text: str) -> np.ndarray:
+        tokens = _tokenize([text])[0]
+        if not tokens:
+            return np.zeros(len(self.segments), dtype=np.float32)
+        return np.asarray(self.model.get_scores(tokens), dtype=np.float32)
+
+    def __call__(self, text: str, k: int = 50) -> list[Hit]:
+        scores = self.scores(text)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [Hit(self.segments[i], float(scores[i]), {"bm25": float(scores[i])}) for i in top if scores[i] > 0]
+
+    def batch(self, texts: Sequence[str], k: int = 50) -> list[list[Hit]]:
+        return [self(t, k) for t in texts]

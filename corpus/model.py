@@ -1,0 +1,66 @@
+"""Certified documents and their segments."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Document:
+    """A certified text with its fixed source link."""
+
+    id: str
+    title: str
+    source_url: str
+    text: str
+    publisher: str = ""
+    language: str = "en"
+    certified_by: str = ""
+    certified_on: str = ""
+    version: str = ""
+    demo: bool = False
+
+    def content_hash(self) -> str:
+        """Hash of everything a segment inherits: text and metadata."""
+        payload = "\x1f".join(str(v) for v in asdict(self).values())
+        return hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a document; carries the document's link, title and certification fields."""
+
+    id: str
+    doc_id: str
+    text: str
+    title: str
+    source_url: str
+    position: int
+    heading: str = ""
+    publisher: str = ""
+    language: str = "en"
+    certified_by: str = ""
+    certified_on: str = ""
+    version: str = ""
+    demo: bool = False
+    doc_hash: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def metadata(self) -> dict[str, Any]:
+        """Flat metadata as stored in the vector index (scalars only)."""
+        meta = asdict(self)
+        del meta["id"], meta["text"], meta["extra"]
+        return meta
+
+    @classmethod
+    def from_metadata(cls, segment_id: str, text: str, meta: dict[str, Any]) -> Segment:
+        known = {k: meta[k] for k in cls.__dataclass_fields__ if k in meta and k not in ("id", "text", "extra")}
+        return cls(id=segment_id, text=text, **known)
+
+
+def segment_id(doc_id: str, text: str, occurrence: int = 0) -> str:
+    """Deterministic id: same document and text give the same id."""
+    digest = hashlib.sha1(f"{doc_id}\x1f{text}".encode()).hexdigest()[:16]
+    return f"{doc_id}#{digest}" + (f"-{occurrence}" if occurrence else "")
