@@ -141,6 +141,12 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return main_retrieval(args)
 
 
+def cmd_train_reranker(args: argparse.Namespace) -> int:
+    from chatbot.training.reranker import main as train_main
+
+    return train_main(args.rest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatbot", description="Certified-content medical chatbot.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,7 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
     r.add_argument("--out", type=Path, default=None, help="results folder (default evaluation/results)")
     r.add_argument("--name", default=None, help="report name (default: data folder name)")
+    r.add_argument(
+        "--split", choices=["all", "train", "test"], default="all", help="query split (evaluation/splits.py)"
+    )
     r.set_defaults(func=cmd_eval_retrieval)
+
+    p = sub.add_parser("train", help="train our own models from shipped weights")
+    tsub = p.add_subparsers(dest="train_command", required=True)
+    t = tsub.add_parser("reranker", help="fine-tune the cross-encoder reranker (see models/reranker/README.md)")
+    t.add_argument("rest", nargs=argparse.REMAINDER, help="options, see `chatbot train reranker -- --help`")
+    t.set_defaults(func=cmd_train_reranker)
     return parser
 
 

@@ -96,6 +96,11 @@ def make_client(data_dir: Path, server_url: str | None = None):
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
 
 
+def _vector_outdated(stored: dict[str, Any], segment: Segment) -> bool:
+    """True when the stored vector was embedded with another title or heading than the segment's now."""
+    return stored.get("title") != segment.title or stored.get("heading") != segment.heading
+
+
 class SegmentIndex:
     """One Chroma collection pinned to one embedding model."""
 
@@ -186,8 +191,15 @@ class SegmentIndex:
             coll.delete(ids=gone[i : i + 5000])
         report.deleted = len(gone)
 
-        to_embed = [s for s in segments if s.id not in existing]
-        stale = [s for s in segments if s.id in existing and existing[s.id].get("doc_hash") != s.doc_hash]
+        # The id pins only the text; the vector also reads title and heading (embedding_text).
+        to_embed = [s for s in segments if s.id not in existing or _vector_outdated(existing[s.id], s)]
+        stale = [
+            s
+            for s in segments
+            if s.id in existing
+            and not _vector_outdated(existing[s.id], s)
+            and existing[s.id].get("doc_hash") != s.doc_hash
+        ]
         report.unchanged = len(segments) - len(to_embed) - len(stale)
         for i in range(0, len(stale), 5000):
             batch = stale[i : i + 5000]

@@ -76,7 +76,7 @@ class Services:
             path = r.model_path or SHIPPED_RERANKER
             return CrossEncoderReranker(path, threads=self.settings.embedding.threads, max_chars=r.max_chars)
         second = None
-        if r.fusion_embedder != self.settings.embedding.model:
+        if r.fusion_embedder not in ("none", self.settings.embedding.model):
             from chatbot.embedders import load_embedder
 
             second = load_embedder(r.fusion_embedder, self.settings.embedding.threads)

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -20,11 +20,17 @@ DEMO_CORPUS = PROJECT_ROOT / "corpus" / "demo" / "cards"
 SHIPPED_RERANKER = PROJECT_ROOT / "models" / "reranker"
 
 
+class _Group(BaseModel):
+    """A settings group; unknown keys are errors, so a typo never silently keeps the default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 def _default_data_dir() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "certified-chatbot"
 
 
-class PathsSettings(BaseModel):
+class PathsSettings(_Group):
     data_dir: Path = Field(
         default_factory=_default_data_dir,
         description="Where indexes, caches and databases live. Never inside a dataset folder; "
@@ -32,7 +38,7 @@ class PathsSettings(BaseModel):
     )
 
 
-class CorpusSettings(BaseModel):
+class CorpusSettings(_Group):
     segment_max_chars: int = Field(
         default=900,
         ge=100,
@@ -52,7 +58,7 @@ class CorpusSettings(BaseModel):
     )
 
 
-class IndexSettings(BaseModel):
+class IndexSettings(_Group):
     collection: str = Field(default="certified", description="Chroma collection name for the served corpus.")
     server_url: str | None = Field(
         default=None,
@@ -77,7 +83,7 @@ class IndexSettings(BaseModel):
     )
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(_Group):
     model: Literal["minilm", "e5", "use"] = Field(
         default="minilm",
         description="Bi-encoder. minilm = all-MiniLM-L6-v2 (English, fastest, best on English questions); "
@@ -88,7 +94,7 @@ class EmbeddingSettings(BaseModel):
     threads: int = Field(default=2, ge=1, description="CPU threads for the encoder.")
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(_Group):
     top_k: int = Field(default=50, ge=1, description="Segments the bi-encoder hands to the reranker.")
     top_n: int = Field(default=3, ge=1, description="Segments (of distinct documents) shown as links.")
     pipeline: str = Field(
@@ -96,11 +102,11 @@ class RetrievalSettings(BaseModel):
     )
 
 
-class RerankSettings(BaseModel):
+class RerankSettings(_Group):
     kind: Literal["cross-encoder", "fusion", "none"] = Field(
         default="fusion",
         description="cross-encoder: a sentence_transformers.CrossEncoder loaded from model_path; "
-        "fusion: interim reranker = second embedder (e5) cosine fused with BM25 by normalised sum; "
+        "fusion: interim reranker = bi-encoder (or a second embedder's) cosine fused with BM25 by normalised sum; "
         "none: keep the bi-encoder order.",
     )
     model_path: Path | None = Field(
@@ -114,13 +120,15 @@ class RerankSettings(BaseModel):
         le=1.0,
         description="fusion only: weight of the second embedder's cosine against normalised BM25.",
     )
-    fusion_embedder: Literal["minilm", "e5", "use"] = Field(
-        default="e5", description="fusion only: the second embedder scoring the candidates."
+    fusion_embedder: Literal["none", "minilm", "e5", "use"] = Field(
+        default="none",
+        description="fusion only: a second embedder scoring the candidates live (none = reuse the "
+        "bi-encoder's scores; e5 costs ~4 s per 50 segments on 2 cores, use ~1 s).",
     )
     max_chars: int = Field(default=900, ge=50, description="Segment text cut to this before scoring (speed bound).")
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(_Group):
     base_url: str = Field(default="http://127.0.0.1:8765/v1", description="OpenAI-compatible endpoint.")
     model: str = Field(default="qwen2.5-coder-1.5b-instruct-q4_k_m", description="Model name sent to the endpoint.")
     api_key: str = Field(default="not-needed", description="Key for the endpoint (a dummy for local servers).")

@@ -15,6 +15,10 @@ from corpus.model import Document
 class CorpusError(ValueError):
     """A malformed corpus record (raised in strict mode, collected otherwise)."""
 
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line  # line of the file the problem is on (Markdown: 1 = the front matter)
+
 
 @dataclass
 class ImportProblem:
@@ -30,6 +34,12 @@ class ImportProblem:
 class ImportResult:
     documents: list[Document] = field(default_factory=list)
     problems: list[ImportProblem] = field(default_factory=list)
+    origins: list[tuple[str, int]] = field(default_factory=list)  # (file, line) of each document's record
+
+
+def _accept(result: ImportResult, doc: Document, file: Path, line: int) -> None:
+    result.documents.append(doc)
+    result.origins.append((str(file), line))
 
 
 def _reject(result: ImportResult, strict: bool, file: Path, line: int, message: str) -> None:
@@ -85,7 +95,7 @@ def read_beir_corpus(path: Path, strict: bool = False, default_url: str | None =
             if default_url and not record.get("url") and record.get("_id") is not None:
                 record = {**record, "url": default_url.format(id=record["_id"])}
             try:
-                result.documents.append(_document(record))
+                _accept(result, _document(record), path, lineno)
             except CorpusError as exc:
                 _reject(result, strict, path, lineno, str(exc))
     return result
@@ -98,10 +108,14 @@ def read_markdown_file(path: Path) -> Document:
     parts = text.split("\n---", 1)
     if len(parts) != 2:
         raise CorpusError("front matter is not closed by a '---' line")
+    front = parts[0].lstrip("-\n")
+    first_line = 1 + parts[0][: len(parts[0]) - len(front)].count("\n")  # file line of the YAML's first line
     try:
-        meta = yaml.safe_load(parts[0].lstrip("-\n")) or {}
+        meta = yaml.safe_load(front) or {}
     except yaml.YAMLError as exc:
-        raise CorpusError(f"invalid YAML front matter: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        line = first_line + mark.line if mark is not None else 1
+        raise CorpusError(f"invalid YAML front matter: {exc}", line=line) from exc
     if not isinstance(meta, dict):
         raise CorpusError("front matter is not a mapping")
     body = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
@@ -114,15 +128,16 @@ def read_markdown_folder(folder: Path, strict: bool = False) -> ImportResult:
         if path.name.lower() == "readme.md":
             continue
         try:
-            result.documents.append(read_markdown_file(path))
+            _accept(result, read_markdown_file(path), path, 1)
         except CorpusError as exc:
-            _reject(result, strict, path, 1, str(exc))
+            _reject(result, strict, path, exc.line, str(exc))
     return result
 
 
 def read_corpus(paths: Iterable[Path], strict: bool = False, default_url: str | None = None) -> ImportResult:
     """Read every path (Markdown folder, single .md, or .jsonl); duplicate ids are problems."""
     total = ImportResult()
+    seen: dict[str, tuple[str, int]] = {}
     for path in paths:
         path = Path(path)
         if path.is_dir() and (path / "corpus.jsonl").exists():
@@ -134,17 +149,23 @@ def read_corpus(paths: Iterable[Path], strict: bool = False, default_url: str | 
         elif path.suffix == ".md":
             part = ImportResult()
             try:
-                part.documents.append(read_markdown_file(path))
+                _accept(part, read_markdown_file(path), path, 1)
             except CorpusError as exc:
-                _reject(part, strict, path, 1, str(exc))
+                _reject(part, strict, path, exc.line, str(exc))
         else:
             raise CorpusError(f"{path}: not a folder, .md or .jsonl file")
         total.problems.extend(part.problems)
-        seen = {d.id for d in total.documents}
-        for doc in part.documents:
+        for doc, (file, line) in zip(part.documents, part.origins, strict=True):
             if doc.id in seen:
-                _reject(total, strict, path, 0, f"duplicate document id {doc.id!r}")
+                first_file, first_line = seen[doc.id]
+                _reject(
+                    total,
+                    strict,
+                    Path(file),
+                    line,
+                    f"duplicate document id {doc.id!r} (first at {first_file}:{first_line})",
+                )
                 continue
-            seen.add(doc.id)
-            total.documents.append(doc)
+            seen[doc.id] = (file, line)
+            _accept(total, doc, Path(file), line)
     return total

@@ -1,0 +1,324 @@
+"""`chatbot eval retrieval`: retrieval metrics of named pipelines on a BEIR-style folder.
+
+Metrics come from ir_measures (trec_eval underneath); documents are scored at document level:
+a segment's hit counts for its document and every ranked list is deduplicated by document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.splits import split_of
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10")
+DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
+
+
+@dataclass
+class Judged:
+    """A BEIR-style evaluation set: queries, graded qrels (score >= 1 relevant) and the corpus paths."""
+
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    query_meta: dict[str, dict[str, Any]]
+
+
+def load_judged(data: Path, limit: int | None = None, split: str = "all") -> Judged:
+    """Queries that have at least one relevant document, in file order, optionally split and cut."""
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv"):
+        if not (data / name).exists():
+            raise FileNotFoundError(f"{data} is not a BEIR-style folder: {name} is missing")
+    qrels: dict[str, dict[str, int]] = {}
+    with (data / "qrels.tsv").open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            parts = line.rstrip("\n").split("\t")
+            if lineno == 1 and parts[0] == "query-id":
+                continue
+            if len(parts) < 3:
+                raise ValueError(f"{data / 'qrels.tsv'}:{lineno}: expected query-id, corpus-id, score")
+            qrels.setdefault(parts[0], {})[parts[1]] = int(float(parts[2]))
+    queries: dict[str, str] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    with (data / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            qid = str(rec["_id"])
+            if not any(s >= 1 for s in qrels.get(qid, {}).values()):
+                continue
+            if split != "all" and split_of(qid) != split:
+                continue
+            queries[qid] = rec["text"]
+            meta[qid] = {k: v for k, v in rec.items() if k not in ("_id", "text")}
+    if limit is not None:
+        queries = dict(list(queries.items())[:limit])
+    return Judged(data.name, queries, {q: qrels[q] for q in queries}, {q: meta[q] for q in queries})
+
+
+def compute_metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[str]]) -> dict[str, Any]:
+    """Aggregate and per-query nDCG@10, P@3, R@50, MRR@10 for ranked document ids per query."""
+    import ir_measures
+    from ir_measures import RR, P, R, nDCG
+
+    measures = {"nDCG@10": nDCG @ 10, "P@3": P @ 3, "R@50": R @ 50, "MRR@10": RR @ 10}
+    qrel_list = [ir_measures.Qrel(q, d, s) for q, docs in qrels.items() for d, s in docs.items()]
+    run_list = [
+        ir_measures.ScoredDoc(q, d, float(len(ranked) - i)) for q, ranked in runs.items() for i, d in enumerate(ranked)
+    ]
+    per_query: dict[str, dict[str, float]] = {q: dict.fromkeys(measures, 0.0) for q in qrels}
+    by_measure = {v: k for k, v in measures.items()}
+    for m in ir_measures.iter_calc(list(measures.values()), qrel_list, run_list):
+        if m.query_id in per_query:
+            per_query[m.query_id][by_measure[m.measure]] = float(m.value)
+    # A query with an empty run scores 0 (trec_eval would drop it and inflate the mean).
+    aggregate = {name: float(np.mean([per_query[q][name] for q in qrels])) if qrels else 0.0 for name in measures}
+    return {"aggregate": aggregate, "per_query": per_query}
+
+
+def paired_tests(per_query: dict[str, dict[str, dict[str, float]]], metric: str) -> list[dict[str, Any]]:
+    """Two-sided paired Wilcoxon signed-rank test and paired t-test between every two pipelines."""
+    from scipy import stats
+
+    rows = []
+    for a, b in combinations(list(per_query), 2):
+        qids = sorted(per_query[a])
+        xa = np.array([per_query[a][q][metric] for q in qids])
+        xb = np.array([per_query[b][q][metric] for q in qids])
+        diff = xb - xa
+        if np.allclose(diff, 0):
+            p_w = p_t = 1.0
+        else:
+            p_w = float(stats.wilcoxon(xa, xb, zero_method="zsplit").pvalue)
+            p_t = float(stats.ttest_rel(xa, xb).pvalue)
+        rows.append(
+            {"a": a, "b": b, "metric": metric, "mean_diff": float(diff.mean()), "p_wilcoxon": p_w, "p_ttest": p_t}
+        )
+    return rows
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0
+
+
+def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
+    """Build (or reuse, when corpus content and model are unchanged) the index for data/corpus.jsonl."""
+    from chatbot.index import MissingIndexError
+    from corpus.importers import read_corpus
+    from corpus.segmenter import segment_documents
+
+    try:
+        count = services.index.count()
+        if count:
+            return {"reused": True, "segments": count}
+    except MissingIndexError:
+        pass
+    settings = services.settings
+    result = read_corpus([data / "corpus.jsonl"])
+    for p in result.problems[:5]:
+        log(f"skipped: {p}")
+    segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
+    from tqdm import tqdm
+
+    with tqdm(total=len(segments), desc=f"indexing {data.name}", unit="seg", file=sys.stderr) as bar:
+        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
+    return {
+        "reused": False,
+        "documents": report.documents,
+        "segments": report.segments,
+        "skipped_records": len(result.problems),
+        "seconds": round(report.seconds, 1),
+        "segments_per_s": round(report.embedded / report.seconds, 1) if report.seconds else 0.0,
+    }
+
+
+def evaluate(
+    data: Path,
+    pipelines: Sequence[str] = DEFAULT_PIPELINES,
+    limit: int | None = None,
+    split: str = "all",
+    settings=None,
+    services=None,
+    log=print,
+) -> dict[str, Any]:
+    """Run every pipeline on every judged query; returns summary, per-query rows and tests."""
+    from tqdm import tqdm
+
+    from chatbot.index import corpus_key
+    from chatbot.pipeline import Services, run_pipeline
+    from chatbot.settings import load_settings
+
+    settings = settings or load_settings()
+    judged = load_judged(data, limit, split)
+    if services is None:
+        key = corpus_key([data / "corpus.jsonl"], settings.embedding.model, f"{settings.corpus.segment_max_chars}")
+        services = Services(settings, collection=f"eval-{data.name}-{key}"[:60])
+    index_info = ensure_index(services, data, log)
+
+    runs: dict[str, dict[str, list[str]]] = {}
+    tops: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    latencies: dict[str, dict[str, list[float]]] = {}
+    for name in pipelines:
+        runs[name], tops[name], latencies[name] = {}, {}, {}
+        for qid, text in tqdm(judged.queries.items(), desc=name, unit="q", file=sys.stderr):
+            start = time.perf_counter()
+            result = run_pipeline(name, text, services)
+            total = (time.perf_counter() - start) * 1000
+            runs[name][qid] = [h.segment.doc_id for h in result.ranked]
+            tops[name][qid] = [
+                {"doc_id": h.segment.doc_id, "segment_id": h.segment.id, "score": round(h.score, 4)} for h in result.top
+            ]
+            for stage, ms in {**result.timings_ms, "total": total}.items():
+                latencies[name].setdefault(stage, []).append(ms)
+
+    summary: dict[str, Any] = {"data": str(data), "queries": len(judged.queries), "pipelines": {}}
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    for name in pipelines:
+        m = compute_metrics(judged.qrels, runs[name])
+        per_query[name] = m["per_query"]
+        summary["pipelines"][name] = {
+            **{k: round(v, 4) for k, v in m["aggregate"].items()},
+            "latency_ms": {
+                "p50": round(percentile(latencies[name]["total"], 50), 1),
+                "p95": round(percentile(latencies[name]["total"], 95), 1),
+            },
+        }
+    stage_latency = {
+        name: {
+            stage: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)} for stage, v in lat.items()
+        }
+        for name, lat in latencies.items()
+    }
+    tests = paired_tests(per_query, "nDCG@10") + paired_tests(per_query, "P@3") if len(pipelines) > 1 else []
+    rows = [
+        {"query_id": q, "query": judged.queries[q], "pipeline": name, **per_query[name][q], "top": tops[name][q]}
+        for name in pipelines
+        for q in judged.queries
+    ]
+    return {
+        "summary": summary,
+        "stage_latency": stage_latency,
+        "tests": tests,
+        "per_query": rows,
+        "index": index_info,
+        "settings": {
+            "embedding": settings.embedding.model,
+            "rerank": settings.rerank.model_dump(mode="json"),
+            "top_k": settings.retrieval.top_k,
+            "split": split,
+            "limit": limit,
+        },
+    }
+
+
+def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str) -> Path:
+    """Markdown report, PNG chart and per-query JSONL under out_dir."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = result["summary"]
+    pipes = list(summary["pipelines"])
+    lines = [
+        f"# Retrieval: {name}",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Queries: {summary['queries']} (split: {result['settings']['split']}, limit: {result['settings']['limit']}). "
+        f"Embedder: {result['settings']['embedding']}; reranker: {result['settings']['rerank']['kind']}; "
+        f"index: {json.dumps(result['index'])}",
+        "",
+        "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in pipes:
+        s = summary["pipelines"][p]
+        lines.append(
+            f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
+            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} |"
+        )
+    lines += ["", "Per-stage latency (ms, p50 / p95):", ""]
+    for p, stages in result["stage_latency"].items():
+        lines.append(f"- {p}: " + ", ".join(f"{st} {v['p50']:.1f} / {v['p95']:.1f}" for st, v in stages.items()))
+    if result["tests"]:
+        lines += [
+            "",
+            "Paired tests (two-sided; b − a):",
+            "",
+            "| a | b | metric | mean diff | p (Wilcoxon) | p (t-test) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in result["tests"]:
+            lines.append(
+                f"| {t['a']} | {t['b']} | {t['metric']} | {t['mean_diff']:+.4f} | "
+                f"{t['p_wilcoxon']:.4g} | {t['p_ttest']:.4g} |"
+            )
+    lines += ["", f"Per-query results: `{name}.per_query.jsonl`; chart: `{name}.png`.", ""]
+    report = out_dir / f"{name}.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    with (out_dir / f"{name}.per_query.jsonl").open("w", encoding="utf-8") as fh:
+        for row in result["per_query"]:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    (out_dir / f"{name}.summary.json").write_text(
+        json.dumps(
+            {
+                **result["summary"],
+                "stage_latency": result["stage_latency"],
+                "tests": result["tests"],
+                "index": result["index"],
+                "settings": result["settings"],
+                "command": command,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / max(len(pipes), 1)
+    xs = np.arange(len(METRIC_NAMES))
+    for i, p in enumerate(pipes):
+        ax.bar(xs + i * width, [summary["pipelines"][p][m] for m in METRIC_NAMES], width, label=p)
+    ax.set_xticks(xs + width * (len(pipes) - 1) / 2, METRIC_NAMES)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{name} ({summary['queries']} queries)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / f"{name}.png", dpi=100)
+    plt.close(fig)
+    return report
+
+
+def main_retrieval(args: argparse.Namespace) -> int:
+    data: Path = args.data
+    log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    try:
+        result = evaluate(data, args.pipelines or DEFAULT_PIPELINES, args.limit, getattr(args, "split", "all"), log=log)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = args.name or data.name
+    command = (
+        "chatbot " + " ".join(sys.argv[1:])
+        if sys.argv and sys.argv[0].endswith("chatbot")
+        else "chatbot eval retrieval"
+    )
+    report = write_report(result, args.out or RESULTS_DIR, name, command)
+    if args.json:
+        print(json.dumps(result["summary"]))
+    else:
+        print(report.read_text(encoding="utf-8"))
+    return 0

@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chatbot.answer import MAX_QUESTION_CHARS, InvalidQuestion, answer, certified_links, validate_question
+from chatbot.pipeline import Services, run_pipeline
+from chatbot.settings import Settings
+from corpus.model import Document
+from corpus.segmenter import segment_documents
+
+# -- validate_question --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("", "Please type a question."),
+        ("   \n\t  ", "Please type a question."),
+        ("\x00\x07\u200b", "Please type a question."),
+        ("🤒🤧😷", "Please type your question in words."),
+        ("?!... ---", "Please type your question in words."),
+        (None, "The question must be text."),
+        (42, "The question must be text."),
+    ],
+)
+def test_validate_question_rejects(question, message):
+    with pytest.raises(InvalidQuestion, match=f"^{re.escape(message)}$"):
+        validate_question(question)
+
+
+def test_validate_question_rejects_too_long_questions():
+    too_long = "a" * (MAX_QUESTION_CHARS + 1)
+
+    with pytest.raises(
+        InvalidQuestion,
+        match=rf"^Your question is too long \(2001 characters\); please keep it under {MAX_QUESTION_CHARS}\.$",
+    ):
+        validate_question(too_long)
+
+
+def test_validate_question_length_is_measured_after_normalising_whitespace():
+    question = "a" * MAX_QUESTION_CHARS + "   \n\n   "
+
+    assert validate_question(question) == "a" * MAX_QUESTION_CHARS
+
+
+def test_validate_question_strips_control_characters_and_collapses_whitespace():
+    assert validate_question("  Is\x00 fever\u200b\x1b dangerous?\n\n\tFor a baby ") == "Is fever dangerous? For a baby"
+
+
+def test_validate_question_normalises_to_nfc():
+    assert validate_question("caffe\u0300") == "caff\u00e8"
+
+
+def test_validate_question_keeps_emoji_next_to_words():
+    assert validate_question("fever 🤒?") == "fever 🤒?"
+
+
+# -- answer() on a fake embedder and a temporary Chroma -------------------------
+
+DOCS = [
+    Document(
+        "asthma-card",
+        "Asthma at night",
+        "https://example.org/asthma",
+        "Asthma often gets worse at night; an asthma plan and a preventer inhaler help you sleep.",
+        certified_by="Dr. Verdi",
+    ),
+    Document(
+        "asthma-kids",
+        "Children's inhalers",
+        "https://example.org/kids",
+        "Children with asthma use a spacer with their inhaler.",
+    ),
+    Document(
+        "fever-card",
+        "Fever in babies",
+        "https://example.org/fever",
+        "A fever of 38C or more in a baby under 3 months needs a doctor the same day.",
+    ),
+    Document(
+        "sleep-card",
+        "Safe sleep",
+        "https://example.org/sleep",
+        "Put your baby to sleep on their back.\n\n" + "Keep the cot clear of pillows and toys. " * 8,
+        demo=True,
+    ),
+    Document("diabetes-card", "Diabetes", "https://example.org/diabetes", "Diabetes raises blood sugar."),
+]
+
+
+@pytest.fixture
+def services(tmp_path, fake_embedder) -> Services:
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "answer-tests"},
+        # fusion_embedder equal to the bi-encoder: no second model, fusion reuses the dense scores
+        rerank={"kind": "fusion", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
+        embedding={"model": "minilm"},
+    )
+    services = Services(settings)
+    services.__dict__["embedder"] = fake_embedder
+    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
+    return services
+
+
+# "asthma ... sleep" → fused scores: asthma-card 1.0, asthma-kids 0.51, sleep-card 0.47 (kids and sleep tie on
+# the dense score 0.707; BM25 separates them), fever and diabetes 0.
+def test_answer_returns_the_top_segment_verbatim_and_three_distinct_links(services):
+    result = answer("Why is my asthma worse at night when I sleep?", services)
+
+    assert result["status"] == "answered"
+    assert result["question"] == "Why is my asthma worse at night when I sleep?"
+    assert result["reply"] == DOCS[0].text  # the certified text, unchanged
+    assert [link["url"] for link in result["links"]] == [
+        "https://example.org/asthma",
+        "https://example.org/kids",
+        "https://example.org/sleep",
+    ]
+    assert [link["title"] for link in result["links"]] == ["Asthma at night", "Children's inhalers", "Safe sleep"]
+    assert len({link["url"] for link in result["links"]}) == 3
+    assert result["links"][0]["segment_id"].startswith("asthma-card#")
+    assert result["urgent"] is False
+    assert result["demo_content"] is True  # the safe-sleep card is marked demo
+
+
+def test_answer_trace_records_the_pipeline_and_its_stages(services):
+    result = answer("Why is my asthma worse at night when I sleep?", services)
+    trace = result["trace"]
+
+    assert trace["pipeline"] == "dense+rerank"
+    assert trace["embedding_model"] == "fake-keywords"
+    assert trace["reranker"] == "fusion"
+    assert [t["doc_id"] for t in trace["top"]] == ["asthma-card", "asthma-kids", "sleep-card"]
+    assert {"dense", "fusion"} <= set(trace["top"][0])
+    assert set(trace["timings_ms"]) == {"retrieve", "rerank", "total"}
+    assert len(trace["candidates"]) == services.index.count()
+
+
+def test_answer_links_come_from_segment_metadata(services):
+    result = run_pipeline("dense+rerank", "asthma at night", services)
+
+    assert certified_links(result.top) == [
+        {"title": h.segment.title, "url": h.segment.source_url, "segment_id": h.segment.id} for h in result.top
+    ]
+    assert {h.segment.source_url for h in result.top} <= {d.source_url for d in DOCS}
+
+
+@pytest.mark.parametrize("pipeline", ["dense", "bm25"])
+def test_other_pipelines_answer_from_the_same_corpus(services, pipeline):
+    result = answer("Does a fever in a baby need a doctor?", services, pipeline)
+
+    assert result["status"] == "answered"
+    assert result["reply"] == DOCS[2].text
+    assert result["links"][0]["url"] == "https://example.org/fever"
+    assert result["trace"]["reranker"] is None
+
+
+def test_answer_without_any_match_says_so(services):
+    result = answer("zzzz qqqq", services, "bm25")
+
+    assert result["status"] == "no_certified_info"
+    assert result["reply"] == "I have no certified information on that."
+    assert result["links"] == []
+
+
+def test_answer_on_an_empty_question_is_invalid_input(services, fake_embedder):
+    result = answer("   ", services)
+
+    assert result["status"] == "invalid_input"
+    assert result["reply"] == "Please type a question."
+    assert result["links"] == []
+    assert result["trace"] == {"error": "Please type a question."}
+    assert fake_embedder.queries == []  # rejected before any retrieval
+
+
+def test_answer_on_a_non_string_is_invalid_input(services):
+    result = answer(None, services)
+
+    assert (result["status"], result["question"], result["reply"]) == (
+        "invalid_input",
+        "None",
+        "The question must be text.",
+    )
+
+
+def test_unknown_pipeline_is_an_error(services):
+    with pytest.raises(ValueError, match=r"unknown pipeline 'magic'; choose one of bm25, dense, dense\+rerank"):
+        answer("asthma", services, "magic")

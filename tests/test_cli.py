@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+CHATBOT = Path(sys.executable).with_name("chatbot")
+
+
+def run(args: list[str], tmp_path: Path, timeout: float, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.upper().startswith("CHATBOT_")}
+    environ.update({"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT), **env})
+    return subprocess.run(args, cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_returns_zero_quickly(tmp_path):
+    command = [str(CHATBOT)] if CHATBOT.exists() else [sys.executable, "-m", "chatbot.cli"]
+
+    start = time.perf_counter()
+    proc = run([*command, "--help"], tmp_path, timeout=30)
+    elapsed = time.perf_counter() - start
+
+    assert proc.returncode == 0, proc.stderr
+    assert "Certified-content medical chatbot." in proc.stdout
+    for name in ("settings", "ingest", "ask", "eval"):
+        assert name in proc.stdout
+    assert elapsed < 10
+
+
+def test_parser_imports_no_heavy_library(tmp_path):
+    code = (
+        "import sys, chatbot.cli as c; c.build_parser().parse_args(['ask', 'x']);"
+        "print(sorted(m for m in ('torch', 'chromadb', 'sentence_transformers', 'bm25s') if m in sys.modules))"
+    )
+
+    proc = run([sys.executable, "-c", code], tmp_path, timeout=30)
+
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_ask_without_a_question_is_a_usage_error(tmp_path):
+    proc = run(
+        [sys.executable, "-m", "chatbot.cli", "ask"], tmp_path, timeout=60, CHATBOT_PATHS__DATA_DIR=str(tmp_path)
+    )
+
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: give a QUESTION or --batch FILE"
+
+
+@pytest.mark.integration
+def test_ask_against_an_empty_data_dir_exits_3_naming_chatbot_ingest(tmp_path):
+    # Loads the real all-MiniLM-L6-v2 before the index lookup fails (~10 s).
+    proc = run(
+        [sys.executable, "-m", "chatbot.cli", "ask", "x"],
+        tmp_path,
+        timeout=300,
+        CHATBOT_PATHS__DATA_DIR=str(tmp_path / "data"),
+    )
+
+    assert proc.returncode == 3, proc.stderr
+    assert "chatbot ingest" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: no index named 'certified' yet")
+    assert proc.stdout == ""
