@@ -40,35 +40,16 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from chatbot.ingest import ingest_paths
     from chatbot.pipeline import Services
-    from corpus.importers import CorpusError, read_corpus
-    from corpus.segmenter import segment_documents
+    from corpus.importers import CorpusError
 
-    settings = _settings()
+    services = Services(_settings(), collection=args.collection)
     try:
-        result = read_corpus([Path(p) for p in args.paths], strict=args.strict or settings.corpus.strict)
-    except (CorpusError, FileNotFoundError) as exc:
+        summary = ingest_paths([Path(p) for p in args.paths], services, strict=args.strict, quiet=args.quiet)
+    except (CorpusError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for problem in result.problems:
-        print(f"skipped: {problem}", file=sys.stderr)
-    if not result.documents:
-        print("error: no valid documents found; nothing ingested", file=sys.stderr)
-        return 2
-    segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
-    services = Services(settings, collection=args.collection)
-    with tqdm(total=len(segments), desc="embedding", unit="seg", file=sys.stderr, disable=args.quiet) as bar:
-        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
-    rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
-    summary = {
-        **report.as_dict(),
-        "skipped_records": len(result.problems),
-        "segments_per_s": round(rate, 1),
-        "collection": services.collection_name,
-        "embedding_model": services.embedder.name,
-    }
     print(json.dumps(summary))
     return 0
 

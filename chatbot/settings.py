@@ -91,7 +91,13 @@ class EmbeddingSettings(_Group):
         "use = Universal Sentence Encoder multilingual v3 (fast, multilingual, weaker). "
         "Measured in evaluation/results/embedders.md.",
     )
-    threads: int = Field(default=2, ge=1, description="CPU threads for the encoder.")
+    threads: int = Field(
+        default=1,
+        ge=1,
+        description="CPU threads for the encoders. 1 is fastest per query on a busy 2-core box (a short "
+        "query took 14 ms with 1 thread vs 250-380 ms with 2 while another job ran: oversubscription); "
+        "2 can speed up a bulk ingest on an idle machine.",
+    )
 
 
 class RetrievalSettings(_Group):

@@ -116,8 +116,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
     """Build (or reuse, when corpus content and model are unchanged) the index for data/corpus.jsonl."""
     from chatbot.index import MissingIndexError
-    from corpus.importers import read_corpus
-    from corpus.segmenter import segment_documents
+    from chatbot.ingest import ingest_paths
 
     try:
         count = services.index.count()
@@ -125,23 +124,7 @@ def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
             return {"reused": True, "segments": count}
     except MissingIndexError:
         pass
-    settings = services.settings
-    result = read_corpus([data / "corpus.jsonl"])
-    for p in result.problems[:5]:
-        log(f"skipped: {p}")
-    segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
-    from tqdm import tqdm
-
-    with tqdm(total=len(segments), desc=f"indexing {data.name}", unit="seg", file=sys.stderr) as bar:
-        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
-    return {
-        "reused": False,
-        "documents": report.documents,
-        "segments": report.segments,
-        "skipped_records": len(result.problems),
-        "seconds": round(report.seconds, 1),
-        "segments_per_s": round(report.embedded / report.seconds, 1) if report.seconds else 0.0,
-    }
+    return {"reused": False, **ingest_paths([data / "corpus.jsonl"], services, log=log, desc=f"indexing {data.name}")}
 
 
 def evaluate(
@@ -164,7 +147,7 @@ def evaluate(
     judged = load_judged(data, limit, split)
     if services is None:
         key = corpus_key([data / "corpus.jsonl"], settings.embedding.model, f"{settings.corpus.segment_max_chars}")
-        services = Services(settings, collection=f"eval-{data.name}-{key}"[:60])
+        services = Services(settings, collection=f"eval-{key}")
     index_info = ensure_index(services, data, log)
 
     runs: dict[str, dict[str, list[str]]] = {}
@@ -172,7 +155,7 @@ def evaluate(
     latencies: dict[str, dict[str, list[float]]] = {}
     for name in pipelines:
         runs[name], tops[name], latencies[name] = {}, {}, {}
-        for qid, text in tqdm(judged.queries.items(), desc=name, unit="q", file=sys.stderr):
+        for qid, text in tqdm(judged.queries.items(), desc=name, unit="q", file=sys.stderr, mininterval=5):
             start = time.perf_counter()
             result = run_pipeline(name, text, services)
             total = (time.perf_counter() - start) * 1000

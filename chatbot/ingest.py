@@ -1,0 +1,44 @@
+"""Read, segment and index certified documents: shared by `chatbot ingest` and the harness."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from corpus.importers import read_corpus
+from corpus.segmenter import segment_documents
+
+
+def ingest_paths(
+    paths: Sequence[Path],
+    services: Any,
+    strict: bool = False,
+    quiet: bool = False,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    desc: str = "embedding",
+) -> dict[str, Any]:
+    """Make the services' collection hold exactly the documents under ``paths``.
+
+    Raises CorpusError (strict) or ValueError when no valid document is found."""
+    from tqdm import tqdm
+
+    settings = services.settings
+    result = read_corpus([Path(p) for p in paths], strict=strict or settings.corpus.strict)
+    for problem in result.problems:
+        log(f"skipped: {problem}")
+    if not result.documents:
+        raise ValueError("no valid documents found; nothing ingested")
+    segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
+    with tqdm(total=len(segments), desc=desc, unit="seg", file=sys.stderr, disable=quiet, mininterval=5) as bar:
+        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
+    rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
+    return {
+        **report.as_dict(),
+        "seconds": round(report.seconds, 1),
+        "skipped_records": len(result.problems),
+        "segments_per_s": round(rate, 1),
+        "collection": services.collection_name,
+        "embedding_model": services.embedder.name,
+    }
