@@ -14,8 +14,6 @@ from chatbot.settings import SHIPPED_RERANKER, Settings
 from chatbot.stages.rerank import CrossEncoderReranker, FusionReranker, best_per_document, rerank
 from chatbot.stages.retrieve import BM25Retriever, DenseRetriever
 
-PIPELINES = ("bm25", "dense", "dense+rerank", "naive")
-
 
 @dataclass
 class RetrievalResult:
@@ -83,27 +81,80 @@ class Services:
         return FusionReranker(self.bm25, weight=r.fusion_weight, second_embedder=second, max_chars=r.max_chars)
 
 
-def _timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
+def timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` and record its wall time in milliseconds under ``name``."""
     start = time.perf_counter()
     out = fn()
     timings[name] = (time.perf_counter() - start) * 1000
     return out
 
 
+PipelineFn = Callable[[str, Services], RetrievalResult]
+_REGISTRY: dict[str, PipelineFn] = {}
+# Pipelines defined in other modules, imported on first use so their dependencies stay lazy.
+_LAZY: dict[str, str] = {}
+
+
+def register_pipeline(name: str) -> Callable[[PipelineFn], PipelineFn]:
+    """Decorator: make a pipeline selectable by name in settings, CLI and harness."""
+
+    def deco(fn: PipelineFn) -> PipelineFn:
+        _REGISTRY[name] = fn
+        return fn
+
+    return deco
+
+
+def register_lazy(name: str, module: str) -> None:
+    _LAZY[name] = module
+
+
+def pipeline_names() -> list[str]:
+    return sorted({*_REGISTRY, *_LAZY})
+
+
+def get_pipeline(name: str) -> PipelineFn:
+    if name not in _REGISTRY and name in _LAZY:
+        import importlib
+
+        importlib.import_module(_LAZY[name])
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(pipeline_names())}")
+    return _REGISTRY[name]
+
+
 def run_pipeline(name: str, question: str, services: Services) -> RetrievalResult:
     """Run one named pipeline on one question."""
-    if name not in PIPELINES:
-        raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINES)}")
-    k, n = services.settings.retrieval.top_k, services.settings.retrieval.top_n
+    return get_pipeline(name)(question, services)
+
+
+def rerank_stage(question: str, candidates: list[Hit], services: Services, timings: dict[str, float]) -> list[Hit]:
+    """Rerank all candidates against the question; returns the full list, one hit per document."""
+    reranker = services.reranker
+    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None))
+
+
+@register_pipeline("bm25")
+def bm25_pipeline(question: str, services: Services) -> RetrievalResult:
     timings: dict[str, float] = {}
-    if name == "bm25":
-        candidates = _timed(timings, "bm25", lambda: services.bm25(question, k))
-        ranked = best_per_document(candidates)
-    else:
-        candidates = _timed(timings, "retrieve", lambda: services.dense(question, k))
-        if name == "dense":
-            ranked = best_per_document(candidates)
-        else:
-            reranker = services.reranker
-            ranked = _timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None))
-    return RetrievalResult(question, candidates, ranked, ranked[:n], timings)
+    candidates = timed(timings, "bm25", lambda: services.bm25(question, services.settings.retrieval.top_k))
+    ranked = best_per_document(candidates)
+    return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
+
+
+@register_pipeline("dense")
+def dense_pipeline(question: str, services: Services) -> RetrievalResult:
+    timings: dict[str, float] = {}
+    candidates = timed(timings, "retrieve", lambda: services.dense(question, services.settings.retrieval.top_k))
+    ranked = best_per_document(candidates)
+    return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
+
+
+@register_pipeline("naive")
+@register_pipeline("dense+rerank")
+def naive_pipeline(question: str, services: Services) -> RetrievalResult:
+    """The seed's naive RAG: question → bi-encoder top-k → rerank → top-n."""
+    timings: dict[str, float] = {}
+    candidates = timed(timings, "retrieve", lambda: services.dense(question, services.settings.retrieval.top_k))
+    ranked = rerank_stage(question, candidates, services, timings)
+    return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
