@@ -124,7 +124,12 @@ def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
             return {"reused": True, "segments": count}
     except MissingIndexError:
         pass
-    return {"reused": False, **ingest_paths([data / "corpus.jsonl"], services, log=log, desc=f"indexing {data.name}")}
+    # Benchmark records without a link get a placeholder (never served to patients).
+    placeholder = f"https://benchmark.invalid/{data.name}/{{id}}"
+    summary = ingest_paths(
+        [data / "corpus.jsonl"], services, log=log, desc=f"indexing {data.name}", default_url=placeholder
+    )
+    return {"reused": False, **summary}
 
 
 def evaluate(
@@ -186,7 +191,7 @@ def evaluate(
     }
     tests = paired_tests(per_query, "nDCG@10") + paired_tests(per_query, "P@3") if len(pipelines) > 1 else []
     rows = [
-        {"query_id": q, "query": judged.queries[q], "pipeline": name, **per_query[name][q], "top": tops[name][q]}
+        {"query_id": q, "pipeline": name, **per_query[name][q], "top": tops[name][q]}
         for name in pipelines
         for q in judged.queries
     ]
@@ -285,6 +290,20 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
     return report
 
 
+def command_line() -> str:
+    """The command as typed, with the CHATBOT_* settings in force (they change the results)."""
+    import os
+    import shlex
+
+    env = " ".join(
+        f"{k}={shlex.quote(v)}"
+        for k, v in sorted(os.environ.items())
+        if k.startswith("CHATBOT_") and "DATA_DIR" not in k
+    )
+    argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
+    return f"{env} chatbot {argv}".strip()
+
+
 def main_retrieval(args: argparse.Namespace) -> int:
     data: Path = args.data
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -294,11 +313,7 @@ def main_retrieval(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     name = args.name or data.name
-    command = (
-        "chatbot " + " ".join(sys.argv[1:])
-        if sys.argv and sys.argv[0].endswith("chatbot")
-        else "chatbot eval retrieval"
-    )
+    command = command_line()
     report = write_report(result, args.out or RESULTS_DIR, name, command)
     if args.json:
         print(json.dumps(result["summary"]))
