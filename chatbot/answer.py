@@ -13,24 +13,47 @@ MAX_QUESTION_CHARS = 2000
 
 
 class InvalidQuestion(ValueError):
-    pass
+    """A question the bot cannot take; ``str(exc)`` is the English message, ``italian`` its translation."""
+
+    def __init__(self, message: str, italian: str = "") -> None:
+        super().__init__(message)
+        self.italian = italian
+
+    @property
+    def bilingual(self) -> str:
+        return f"{self}\n{self.italian}" if self.italian else str(self)
 
 
-def validate_question(question: Any) -> str:
+def _unreadable_share(text: str) -> tuple[int, float]:
+    """Control, private-use, unassigned and U+FFFD characters: how many, and their share of the non-blank ones."""
+    visible = [ch for ch in text if not ch.isspace()]
+    bad = sum(1 for ch in visible if ch == "\ufffd" or unicodedata.category(ch) in ("Cc", "Co", "Cn", "Cs"))
+    return bad, (bad / len(visible) if visible else 0.0)
+
+
+def validate_question(question: Any, max_chars: int = MAX_QUESTION_CHARS) -> str:
     """Normalise a question or raise InvalidQuestion with a message fit for the patient."""
     if not isinstance(question, str):
-        raise InvalidQuestion("The question must be text.")
+        raise InvalidQuestion("The question must be text.", "La domanda deve essere un testo.")
     text = unicodedata.normalize("NFC", question)
+    bad, share = _unreadable_share(text)
     text = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    text = text.replace("\ufffd", " ")
     text = " ".join(text.split())
     if not text:
-        raise InvalidQuestion("Please type a question.")
-    if len(text) > MAX_QUESTION_CHARS:
+        raise InvalidQuestion("Please type a question.", "Scrivi una domanda.")
+    if bad >= 3 and share >= 0.2:
         raise InvalidQuestion(
-            f"Your question is too long ({len(text)} characters); please keep it under {MAX_QUESTION_CHARS}."
+            "Your message contains unreadable characters (binary data?). Please type your question in words.",
+            "Il messaggio contiene caratteri illeggibili (dati binari?). Scrivi la tua domanda a parole.",
+        )
+    if len(text) > max_chars:
+        raise InvalidQuestion(
+            f"Your question is too long ({len(text)} characters); please keep it under {max_chars}.",
+            f"La domanda è troppo lunga ({len(text)} caratteri); resta sotto i {max_chars}.",
         )
     if not any(ch.isalnum() for ch in text):
-        raise InvalidQuestion("Please type your question in words.")
+        raise InvalidQuestion("Please type your question in words.", "Scrivi la tua domanda a parole.")
     return text
 
 
@@ -40,7 +63,7 @@ def certified_links(top: list[Hit]) -> list[dict[str, str]]:
 
 
 def _trace(result: RetrievalResult, pipeline: str, services: Services, total_ms: float) -> dict[str, Any]:
-    return {
+    trace = {
         "pipeline": pipeline,
         "embedding_model": services.embedder.name,
         "reranker": getattr(services.reranker, "name", None) if pipeline not in ("bm25", "dense") else None,
@@ -59,41 +82,193 @@ def _trace(result: RetrievalResult, pipeline: str, services: Services, total_ms:
         ],
         "timings_ms": {**{k: round(v, 1) for k, v in result.timings_ms.items()}, "total": round(total_ms, 1)},
     }
+    # What the pipeline itself reports (question type, HyDoc, fallback, model...): copied in; a key that
+    # collides with the fields above keeps the pipeline's value under "pipeline_<key>".
+    for key, value in result.info.items():
+        trace[key if key not in trace else f"pipeline_{key}"] = value
+    return trace
+
+
+def _relevance(
+    top: list[Hit], services: Services, language: str = "en"
+) -> tuple[str | None, float | None, float | None]:
+    """(score name, best score among the top hits, threshold): the cross-encoder's score when it reranked,
+    else the bi-encoder cosine (fused scores are relative to the candidate list, not a relevance level)."""
+    safety = services.settings.safety
+    if top and all("cross-encoder" in h.detail for h in top):
+        return "cross-encoder", max(h.detail["cross-encoder"] for h in top), safety.min_relevance_cross_encoder
+    if top and all("dense" in h.detail for h in top):
+        table = safety.min_relevance_dense_it if language == "it" else safety.min_relevance_dense
+        return "dense", max(h.detail["dense"] for h in top), threshold_for(table, services, "safety.min_relevance")
+    return None, None, None
+
+
+def threshold_for(table: dict[str, float], services: Services, name: str) -> float:
+    """The threshold measured for the configured embedder (cosine scales differ between models)."""
+    kind = services.settings.embedding.model
+    if kind not in table:
+        raise ValueError(f"{name} has no threshold for embedder {kind!r}; measure one (evaluation/redteam)")
+    return table[kind]
+
+
+def _llm_for(services: Services):
+    """The LLM client for generative replies, or None (no Services.llm, or it cannot be built)."""
+    try:
+        return getattr(services, "llm", None)
+    except Exception:  # noqa: BLE001 - a missing endpoint means extractive replies
+        return None
+
+
+def _outcome(
+    question: str,
+    reply: str,
+    status: str,
+    *,
+    urgent_text: str | None,
+    language: str,
+    links: list[dict[str, str]] | None = None,
+    trace: dict[str, Any],
+    demo: bool | None = None,
+) -> dict[str, Any]:
+    """The answer object: the urgent-care text always comes first in the reply."""
+    out: dict[str, Any] = {
+        "question": question,
+        "reply": f"{urgent_text}\n\n{reply}" if urgent_text else reply,
+        "links": links or [],
+        "status": status,
+        "urgent": urgent_text is not None,
+        "language": language,
+    }
+    if urgent_text:
+        out["urgent_message"] = urgent_text
+    if demo is not None:
+        out["demo_content"] = demo
+    out["trace"] = trace
+    return out
 
 
 def answer(question: Any, services: Services, pipeline: str | None = None) -> dict[str, Any]:
-    """Answer with certified text only: the best segment verbatim plus the top-3 documents' links."""
+    """Answer with certified text only, the top-3 documents' fixed links, and a safety screen.
+
+    status: answered (composed certified reply + links), no_certified_info (nothing relevant enough: no
+    links), safe_reply (personal diagnosis/dosage: fixed text + relevant links), invalid_input. ``urgent``
+    puts the urgent-care message first whatever else is shown.
+    """
+    from chatbot.stages import safety as sf
+
     start = time.perf_counter()
     pipeline = pipeline or services.settings.retrieval.pipeline
+    cfg = services.settings.safety
     try:
-        text = validate_question(question)
+        text = validate_question(question, cfg.max_question_chars)
     except InvalidQuestion as exc:
-        return {
-            "question": question if isinstance(question, str) else repr(question),
-            "reply": str(exc),
-            "links": [],
-            "status": "invalid_input",
-            "urgent": False,
-            "trace": {"error": str(exc)},
-        }
-    result = run_pipeline(pipeline, text, services)
-    total = (time.perf_counter() - start) * 1000
-    if not result.top:
-        return {
-            "question": text,
-            "reply": "I have no certified information on that.",
-            "links": [],
-            "status": "no_certified_info",
-            "urgent": False,
-            "trace": _trace(result, pipeline, services, total),
-        }
-    best = result.top[0].segment
-    return {
-        "question": text,
-        "reply": best.text,
-        "links": certified_links(result.top),
-        "status": "answered",
-        "urgent": False,
-        "demo_content": any(h.segment.demo for h in result.top),
-        "trace": _trace(result, pipeline, services, total),
+        raw = question if isinstance(question, str) else repr(question)
+        return _outcome(
+            raw,
+            exc.bilingual,
+            "invalid_input",
+            urgent_text=None,
+            language="unknown",
+            trace={"error": str(exc), "safety": {"input": "invalid"}},
+        )
+    t0 = time.perf_counter()
+    lang = sf.detect_language(text, cfg.language_min_evidence)
+    flags = sf.detect_red_flags(text)
+    request = sf.detect_personal_request(text)
+    signals = sf.injection_signals(text)
+    query = sf.retrieval_text(text)
+    reply_lang = lang.reply_language
+    urgent_text = sf.urgent_message(flags, reply_lang) if flags else None
+    safety_trace: dict[str, Any] = {
+        "language": lang.language,
+        "language_scores": {k: v for k, v in lang.scores.items() if v},
+        "red_flags": [{"category": f.category, "evidence": list(f.evidence)} for f in flags],
+        "personal_request": request,
+        "injection_signals": signals,
+        "retrieval_text": query if query != text else None,
+        "ms": round((time.perf_counter() - t0) * 1000, 2),
     }
+    if not lang.supported:
+        return _outcome(
+            text,
+            sf.UNSUPPORTED_LANGUAGE,
+            "invalid_input",
+            urgent_text=urgent_text,
+            language=lang.language,
+            trace={"error": "unsupported language", "safety": safety_trace},
+        )
+    if not query:
+        return _outcome(
+            text,
+            sf.NO_CERTIFIED_INFO[reply_lang],
+            "no_certified_info",
+            urgent_text=urgent_text,
+            language=reply_lang,
+            trace={"safety": {**safety_trace, "relevance": "nothing left to search after removing links/markup"}},
+        )
+    result = run_pipeline(pipeline, query, services)
+    name, score, threshold = _relevance(result.top, services, lang.language)
+    relevant = bool(result.top) and (score is None or threshold is None or score >= threshold)
+    safety_trace["relevance"] = {
+        "score": None if score is None else round(score, 4),
+        "scorer": name,
+        "threshold": threshold,
+        "relevant": relevant,
+    }
+
+    def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
+        total = (time.perf_counter() - start) * 1000
+        trace = {**_trace(result, pipeline, services, total), "safety": safety_trace}
+        if compose_trace is not None:
+            trace["compose"] = compose_trace
+            trace["validators"] = [
+                {"mode": a["mode"], **v} for a in compose_trace.get("attempts", []) for v in a.get("validators", [])
+            ]
+        return _outcome(
+            text, reply, status, urgent_text=urgent_text, language=reply_lang, links=links, trace=trace, demo=demo
+        )
+
+    if request is not None:
+        links = certified_links(result.top) if relevant else []
+        demo = any(h.segment.demo for h in result.top) if relevant else None
+        return finish(sf.SAFE_REPLY[(request, reply_lang)], "safe_reply", links, demo)
+    if not relevant:
+        return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
+
+    from chatbot.stages.compose import compose_reply, support_scorer
+
+    ccfg = services.settings.compose
+    t1 = time.perf_counter()
+    llm = scorer = None
+    kind = "bi-encoder"
+    support_threshold = 0.0
+    if ccfg.mode == "generative":
+        llm = _llm_for(services)
+        scorer, kind = support_scorer(services, ccfg.support_scorer)
+        support_threshold = (
+            ccfg.support_threshold_cross_encoder
+            if kind == "cross-encoder"
+            else threshold_for(ccfg.support_threshold, services, "compose.support_threshold")
+        )
+    composed = compose_reply(
+        query,  # links, addresses and markup removed: the composer and the LLM never see them
+        result.top,
+        embedder=services.embedder,
+        settings=ccfg,
+        language=reply_lang,
+        llm=llm,
+        scorer=scorer,
+        scorer_kind=kind,
+        support_threshold=support_threshold,
+    )
+    result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
+    if not composed.text:
+        return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info", compose_trace=composed.trace)
+    reply = f"{composed.language_note}\n\n{composed.text}" if composed.language_note else composed.text
+    return finish(
+        reply,
+        "answered",
+        certified_links(result.top),
+        any(h.segment.demo for h in result.top),
+        composed.trace,
+    )

@@ -128,6 +128,67 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
     return train_main(args.rest)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ui.app import serve
+
+    serve(_settings(), host=args.host, port=args.port)
+    return 0
+
+
+def cmd_users_add(args: argparse.Namespace) -> int:
+    import getpass
+
+    from chatbot.store.auth import add_user
+    from chatbot.store.db import open_store
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.username}: ")
+        if getpass.getpass("again: ") != password:
+            print("error: the passwords differ", file=sys.stderr)
+            return 2
+    try:
+        uid = add_user(open_store(_settings()), args.username, password, args.role)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"id": uid, "username": args.username, "role": args.role}))
+    return 0
+
+
+def cmd_export_qrels(args: argparse.Namespace) -> int:
+    from chatbot.pipeline import Services
+    from chatbot.store.db import open_store
+    from chatbot.store.qrels import export_qrels
+
+    settings = _settings()
+    summary = export_qrels(open_store(settings), Services(settings, collection=args.collection).index, args.out)
+    print(json.dumps({"out": str(args.out), **summary}))
+    return 0
+
+
+def cmd_eval_create(args: argparse.Namespace) -> int:
+    from chatbot.store.evals import load_question_file
+    from ui.app import AppState
+
+    state = AppState(_settings())
+    try:
+        questions = load_question_file(args.questions)
+        sid = state.create_session(args.name, questions, args.pipelines or [state.settings.retrieval.pipeline])
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"session_id": sid, "name": args.name, "questions": len(questions)}))
+    return 0
+
+
+def cmd_eval_report(args: argparse.Namespace) -> int:
+    from evaluation.likert import main_report
+
+    return main_report(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatbot", description="Certified-content medical chatbot.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -148,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace", action="store_true", help="show ids, scores and timings of each stage")
     p.add_argument("--batch", metavar="FILE", help="JSONL with id/text, or one question per line; JSONL out")
-    p.add_argument("--pipeline", default=None, help="bm25, dense, dense+rerank (alias naive)")
+    p.add_argument("--pipeline", default=None, help="bm25, dense, dense+rerank (alias naive), hyde, cot, logical")
     p.add_argument("--collection", default=None)
     p.set_defaults(func=cmd_ask)
 
@@ -167,12 +228,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--split", choices=["all", "train", "test"], default="all", help="query split (evaluation/splits.py)"
     )
     r.set_defaults(func=cmd_eval_retrieval)
+    c = esub.add_parser("create", help="create a Likert evaluation session (answers generated once, frozen)")
+    c.add_argument("name", help="session name (unique)")
+    c.add_argument("--questions", required=True, type=Path, help="JSONL {id,text,type} or CSV with text[,id,type]")
+    c.add_argument("--pipeline", action="append", dest="pipelines", help="repeatable; default retrieval.pipeline")
+    c.set_defaults(func=cmd_eval_create)
+    rep = esub.add_parser("report", help="Likert session report: Table 1, per type, Krippendorff's alpha, CSV, PNG")
+    rep.add_argument("session", help="session name or id")
+    rep.add_argument("--out", type=Path, default=None, help="folder (default evaluation/results/likert-SESSION)")
+    rep.add_argument("--json", action="store_true", help="print the summary JSON")
+    rep.set_defaults(func=cmd_eval_report)
 
     p = sub.add_parser("train", help="train our own models from shipped weights")
     tsub = p.add_subparsers(dest="train_command", required=True)
     t = tsub.add_parser("reranker", help="fine-tune the cross-encoder reranker (see models/reranker/README.md)")
     t.add_argument("rest", nargs=argparse.REMAINDER, help="options, see `chatbot train reranker -- --help`")
     t.set_defaults(func=cmd_train_reranker)
+
+    p = sub.add_parser("serve", help="web server: / patient chat, /review clinicians, /evaluate evaluators")
+    p.add_argument("--host", default=None, help="default settings server.host (127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="default settings server.port")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("users", help="manage clinician, evaluator and admin accounts")
+    usub = p.add_subparsers(dest="users_command", required=True)
+    u = usub.add_parser("add", help="add a user (password prompted, or one line on stdin)")
+    u.add_argument("username")
+    u.add_argument("--role", required=True, choices=["clinician", "evaluator", "admin"])
+    u.add_argument("--password-stdin", action="store_true", help="read the password from the first stdin line")
+    u.set_defaults(func=cmd_users_add)
+
+    p = sub.add_parser("export", help="export judged data")
+    xsub = p.add_subparsers(dest="export_command", required=True)
+    x = xsub.add_parser("qrels", help="clinicians' link verdicts as a BEIR folder for `chatbot eval retrieval`")
+    x.add_argument("out", type=Path, help="output folder")
+    x.add_argument("--collection", default=None)
+    x.set_defaults(func=cmd_export_qrels)
+
+    from chatbot.llm import add_cli as add_llm_cli
+
+    add_llm_cli(sub)  # chatbot llm start|stop|status
     return parser
 
 

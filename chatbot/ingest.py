@@ -18,14 +18,16 @@ def ingest_paths(
     quiet: bool = False,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
     desc: str = "embedding",
+    default_url: str | None = None,
 ) -> dict[str, Any]:
     """Make the services' collection hold exactly the documents under ``paths``.
 
+    ``default_url`` (format string with ``{id}``) gives benchmark records without a link a placeholder.
     Raises CorpusError (strict) or ValueError when no valid document is found."""
     from tqdm import tqdm
 
     settings = services.settings
-    result = read_corpus([Path(p) for p in paths], strict=strict or settings.corpus.strict)
+    result = read_corpus([Path(p) for p in paths], strict=strict or settings.corpus.strict, default_url=default_url)
     for problem in result.problems:
         log(f"skipped: {problem}")
     if not result.documents:

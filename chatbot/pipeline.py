@@ -80,6 +80,13 @@ class Services:
             second = load_embedder(r.fusion_embedder, self.settings.embedding.threads)
         return FusionReranker(self.bm25, weight=r.fusion_weight, second_embedder=second, max_chars=r.max_chars)
 
+    @cached_property
+    def llm(self):
+        """The OpenAI-compatible LLM client (chatbot/llm.py); starts the embedded server on first use."""
+        from chatbot.llm import LLMClient
+
+        return LLMClient(self.settings.llm, self.data_dir)
+
 
 def timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
     """Run ``fn`` and record its wall time in milliseconds under ``name``."""
@@ -158,3 +165,8 @@ def naive_pipeline(question: str, services: Services) -> RetrievalResult:
     candidates = timed(timings, "retrieve", lambda: services.dense(question, services.settings.retrieval.top_k))
     ranked = rerank_stage(question, candidates, services, timings)
     return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
+
+
+register_lazy("logical", "chatbot.logical.pipeline")
+register_lazy("hyde", "chatbot.stages.hyde")
+register_lazy("cot", "chatbot.stages.hyde")

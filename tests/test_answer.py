@@ -135,7 +135,7 @@ def test_answer_trace_records_the_pipeline_and_its_stages(services):
     assert trace["reranker"] == "fusion"
     assert [t["doc_id"] for t in trace["top"]] == ["asthma-card", "asthma-kids", "sleep-card"]
     assert {"dense", "fusion"} <= set(trace["top"][0])
-    assert set(trace["timings_ms"]) == {"retrieve", "rerank", "total"}
+    assert set(trace["timings_ms"]) == {"retrieve", "rerank", "compose", "total"}
     assert len(trace["candidates"]) == services.index.count()
 
 
@@ -162,7 +162,7 @@ def test_answer_without_any_match_says_so(services):
     result = answer("zzzz qqqq", services, "bm25")
 
     assert result["status"] == "no_certified_info"
-    assert result["reply"] == "I have no certified information on that."
+    assert result["reply"] == "I have no certified information on that. Please ask your doctor, midwife or pharmacist."
     assert result["links"] == []
 
 
@@ -170,9 +170,10 @@ def test_answer_on_an_empty_question_is_invalid_input(services, fake_embedder):
     result = answer("   ", services)
 
     assert result["status"] == "invalid_input"
-    assert result["reply"] == "Please type a question."
+    assert result["reply"] == "Please type a question.\nScrivi una domanda."
     assert result["links"] == []
-    assert result["trace"] == {"error": "Please type a question."}
+    assert result["urgent"] is False
+    assert result["trace"] == {"error": "Please type a question.", "safety": {"input": "invalid"}}
     assert fake_embedder.queries == []  # rejected before any retrieval
 
 
@@ -182,10 +183,10 @@ def test_answer_on_a_non_string_is_invalid_input(services):
     assert (result["status"], result["question"], result["reply"]) == (
         "invalid_input",
         "None",
-        "The question must be text.",
+        "The question must be text.\nLa domanda deve essere un testo.",
     )
 
 
 def test_unknown_pipeline_is_an_error(services):
-    with pytest.raises(ValueError, match=r"unknown pipeline 'magic'; choose one of bm25, dense, dense\+rerank"):
+    with pytest.raises(ValueError, match=r"unknown pipeline 'magic'; choose one of bm25, .*dense, dense\+rerank"):
         answer("asthma", services, "magic")

@@ -21,7 +21,7 @@ def test_defaults(monkeypatch, tmp_path):
     assert (s.corpus.segment_max_chars, s.corpus.segment_min_chars, s.corpus.strict) == (900, 120, False)
     assert (s.index.collection, s.index.server_url, s.index.exact) == ("certified", None, False)
     assert (s.retrieval.top_k, s.retrieval.top_n, s.retrieval.pipeline) == (50, 3, "dense+rerank")
-    assert s.embedding.model == "minilm"
+    assert s.embedding.model == "e5"
     assert s.rerank.kind == "fusion"
     assert 0.0 <= s.rerank.fusion_weight <= 1.0
     assert config_file() is None

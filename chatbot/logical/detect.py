@@ -1,0 +1,412 @@
+"""Deterministic detector of exclusion phrasing (English and Italian): question → logical query or None.
+
+"benefits of vitamin D other than bone health" → ``"benefits of vitamin D" AND NOT "bone health"``.
+
+It routes questions (None = no logical structure: keep the ordinary pipeline), repairs or replaces an
+invalid LLM-written query, and works when no LLM is available. Recognised, case-insensitive:
+
+- English: other than, excluding/exclude, except (for), with the exception of, apart from, aside from,
+  besides, but not, not … but, rather than, instead of, outside of, not including/involving/related to/
+  covered by/due to/caused by, but no, ", not", without/avoiding + mentioning/referring to/discussing/…,
+  do not mention/include/discuss/…, without (plain, only after an imperative such as "Describe …"),
+  beyond (only after "other …"), leaving aside, setting aside, not counting.
+- Italian: tranne, eccetto, salvo, fuorché, escluso/esclusa/esclusi/escluse, escludendo,
+  ad/a esclusione di, ad eccezione di, a parte, oltre a/al/alla/…, senza + parlare di/menzionare/
+  considerare/…, senza (plain, only after an imperative such as "Descrivi …"), ma non, non … ma,
+  invece di, anziché, piuttosto che, diverso/i/a/e da, al di fuori di, evitando (di menzionare …).
+
+Exclusions may be parenthetical ("Hobbes (excluding Leviathan)"), leading ("Besides X, what …"),
+inline up to the end of their clause ("…, excluding X? How …"), or lists ("excluding X and Y" →
+``AND NOT "X" AND NOT "Y"``). The positive term is the question with every exclusion cut out.
+Plain "without"/"senza" is not a cue on its own ("Can I take ibuprofen without food?", "dieta senza
+glutine" keep their ordinary pipeline), nor are "not only … but also" and "but not limited to".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from chatbot.logical.query import And, Node, Not, Term, to_string
+
+# -- cue phrases -----------------------------------------------------------------------------------------
+
+_DISCOURSE_EN = (
+    r"(?:mentioning|mention(?:ing)?\s+of|referring\s+to|referencing|reference\s+to|references\s+to|"
+    r"discussing|discussion\s+of|considering|including|covering|focusing\s+on|talking\s+about|"
+    r"going\s+into|touching\s+on|addressing|counting|bringing\s+up)"
+)
+_VERB_EN = r"(?:mention|include|discuss|cover|talk\s+about|refer\s+to|consider|focus\s+on|bring\s+up|go\s+into)"
+_DISCOURSE_IT = (
+    r"(?:parlare\s+(?:di|del|dello|della|dei|degli|delle|dell')|menzionare|citare|nominare|considerare|"
+    r"includere|contare|trattare|discutere|fare\s+riferimento\s+(?:a|al|allo|alla|ai|agli|alle|all')|"
+    r"riferimenti?\s+(?:a|al|allo|alla|ai|agli|alle|all'))"
+)
+_ART_IT = r"(?:a|ad|al|allo|alla|ai|agli|alle|all')"
+_DA_IT = r"(?:da|dal|dallo|dalla|dai|dagli|dalle|dall')"
+_DI_IT = r"(?:di|del|dello|della|dei|degli|delle|dell')"
+_NP_EN = r"(?:about|the|a|an|in|on|for|regarding|his|her|its|their|my|your|our|this|that|these|those)\b"
+_NP_IT = (
+    r"(?:il|lo|la|i|gli|le|l'|un|una|uno|un'|di|del|dello|della|dei|degli|delle|a|al|allo|alla|ai|agli|"
+    r"alle|per|su|sul|sulla|sui|sugli|quello|quella|quelli|quelle|riguardo)\b"
+)
+
+# (regex, language). Longer cues first so "but not including" wins over "but not".
+_CUES: list[tuple[str, str]] = [
+    (rf"but\s+(?:please\s+)?(?:do\s+not|don't|dont)\s+{_VERB_EN}", "en"),
+    (rf"(?:please\s+)?(?:do\s+not|don't|dont)\s+{_VERB_EN}", "en"),
+    (rf"(?:without|not|avoiding)\s+(?:any\s+)?{_DISCOURSE_EN}", "en"),
+    (r"avoiding\s+(?:any\s+)?(?:references?|mentions?|discussions?)\s+(?:to|of|about)", "en"),
+    (r"but\s+not\s+(?:including|involving|about|regarding)", "en"),
+    (
+        r"but\s+not(?!\s+(?:always|only|just|necessarily|sure|yet|much|too|all|every|quite|really|least|limited|"
+        r"so|very|even|exactly|enough|for\s+long|\w+ly)\b)",
+        "en",
+    ),
+    (r"but\s+(?:(?:i|we)\s+(?:do\s+not|don't)\s+have\s+)?no(?=\s)", "en"),
+    (
+        r"not\s+(?:including|involving|related\s+to|covered\s+by|due\s+to|caused\s+by|linked\s+to|"
+        r"associated\s+with)",
+        "en",
+    ),
+    (
+        r",\s*not(?!\s+(?:only|just|even|sure|necessarily|always|too|so|very|much|yet|really|exactly|quite|all|"
+        r"every|least|limited|merely|simply)\b)(?=\s)",
+        "en",
+    ),
+    (r"other\s+than", "en"),
+    (r"exclusive\s+of", "en"),
+    (r"excluding|excluded|exclude", "en"),
+    (r"with\s+the\s+exception\s+of|except(?:\s+for)?|excepting|save\s+for", "en"),
+    (r"apart\s+from|aside\s+from|besides", "en"),
+    (r"rather\s+than|instead\s+of", "en"),
+    (r"outside\s+of", "en"),
+    (r"leaving\s+(?:aside|out)|setting\s+aside|not\s+counting|disregarding", "en"),
+    # Italian
+    (rf"(?:ma\s+)?(?:non|senza)\s+{_DISCOURSE_IT}", "it"),
+    (r"evitando\s+(?:di\s+)?(?:menzionare|citare|parlare\s+(?:di|del|della|dei|degli|delle|dell'))?", "it"),
+    (rf"(?:ad|a|con\s+l')\s*esclusione\s+{_DI_IT}|escludendo|esclus[oaie]", "it"),
+    (rf"(?:ad|a|con\s+l')\s*eccezione\s+{_DI_IT}|tranne(?:\s+che(?:\s+per)?)?|eccetto|salvo|fuorch[ée]", "it"),
+    (rf"all'infuori\s+{_DI_IT}|al\s+di\s+fuori\s+{_DI_IT}", "it"),
+    (r"a\s+parte", "it"),
+    (rf"oltre\s+(?:all'|{_ART_IT}\b)", "it"),
+    (rf"divers[oaie]\s+{_DA_IT}", "it"),
+    (rf"invece\s+{_DI_IT}|anzich[ée]|piuttosto\s+che", "it"),
+    (rf"ma\s+non(?:\s+(?:ho|abbiamo|ha|c'è|ci\s+sono|include|riguarda))?(?=\s+{_NP_IT})", "it"),
+    (rf",\s*non(?=\s+{_NP_IT})", "it"),
+]
+_END = r"(?:(?<=')|(?!\w))"  # a cue ends at a word boundary (or right after an elided article: "all'")
+
+
+def _cue_pattern(p: str) -> str:
+    return (r"\b" if p[0].isalpha() else "") + f"(?:{p}){_END}"
+
+
+_CUE_RE = re.compile("|".join(f"(?:{_cue_pattern(p)})" for p, _ in _CUES), re.IGNORECASE)
+_CUE_PARTS = [(re.compile(_cue_pattern(p), re.IGNORECASE), lang) for p, lang in _CUES]
+
+_IMPERATIVE = re.compile(
+    r"^\s*(?:please\s+)?(?:provide|describe|introduce|give|tell\s+me\s+about|explain|summari[sz]e|list|present|"
+    r"outline|write|show|analy[sz]e|discuss|explore|examine|investigate|compare|fornisci|fornire|descrivi|"
+    r"presenta|parlami|spiega|elenca|dammi|dimmi|riassumi|illustra|mostra)\b",
+    re.IGNORECASE,
+)
+_PLAIN_WITHOUT_RE = re.compile(r"\b(?:without|senza)\b", re.IGNORECASE)
+_BEYOND_RE = re.compile(r"\bbeyond\b", re.IGNORECASE)
+_OTHER_RE = re.compile(r"\b(?:other|others|altri|altre|altro|altra)\b", re.IGNORECASE)
+
+# "not X but Y": "not" opens a noun phrase (a determiner follows) or stands after a comma/sentence start
+_NOT_BUT_EN = re.compile(
+    rf"(?:(?<=^)|(?<=[,;:?.!(]\s)|(?<=[,;:(])|(?=not\s+{_NP_EN}))\bnot\s+(?!only\b|just\b|merely\b|simply\b)"
+    r"(?P<neg>[^,;?.!]+?),?\s+but\s+(?:rather\s+)?(?!also\b)",
+    re.IGNORECASE,
+)
+# Italian "non" before a verb is the ordinary negation: "non … ma" only when a noun phrase follows "non"
+_NOT_BUT_IT = re.compile(
+    rf"\bnon\s+(?!solo\b|soltanto\b|tanto\b|sempre\b|più\b)(?={_NP_IT})"
+    r"(?P<neg>[^,;?.!]+?),?\s+ma\s+(?:piuttosto\s+)?(?!anche\b|mi\b|ti\b|si\b|ci\b|vi\b|ne\b|non\b)",
+    re.IGNORECASE,
+)
+
+# Where an inline exclusion ends (the earliest of these after the cue).
+_CLAUSE_WORDS = (
+    r"and|or|but|how|what|why|which|who|whom|whose|where|when|while|whereas|in\s+terms\s+of|particularly|"
+    r"specifically|especially|as\s+well\s+as|compared|considering|focusing|e|o|ma|come|cosa|che\s+cosa|quali|"
+    r"quale|quanto|perch[ée]|quando|dove|mentre|in\s+particolare|rispetto"
+)
+_TERMINATOR = re.compile(
+    r"[?!;]|\.(?=\s|$)|[()\u2063]|,(?P<q>[\"”']?)\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
+    r"|:\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
+    r"|\s+(?:and|e)\s+(?=(?:how|what|why|which|who|where|when|in\s+what|to\s+what|does|do|did|is|are|was|were|"
+    r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)",
+    re.IGNORECASE,
+)
+_ABBREVIATIONS = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|st|no|vol|fig|cf)|\b[A-Z])$", re.IGNORECASE)
+_SENTINEL = "\u2063"  # invisible separator: stands for removed "(a)"/"(B)" markers, ends an exclusion
+_LETTER_MARKER = re.compile(r"\s*\((?:[A-Da-d])\)")
+
+_LEADING_FILLER = re.compile(
+    r"^(?:(?:any|all|the|specific|direct)\s+)*(?:references?|mentions?|discussions?|mentioning|referring|"
+    r"referencing|discussing|considering|focusing|talking|riferimenti?|accenni)\s*(?:to|of|on|about|a|al|alla|"
+    r"ai|agli|alle|di|del|della|dei|degli|delle)?\s+",
+    re.IGNORECASE,
+)
+_TRIVIAL = {
+    "this", "that", "these", "those", "it", "them", "this one", "that one", "questo", "questa", "questi",
+    "queste", "quello", "quella", "ciò", "cio", "lui", "lei", "loro", "esso", "essa",
+}  # fmt: skip
+_STOPWORDS = {
+    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be", "can", "could",
+    "should", "would", "will", "do", "does", "did", "i", "you", "we", "it", "my", "your", "what", "which", "how",
+    "why", "who", "when", "where", "me", "tell", "about", "any", "some", "there", "il", "lo", "la", "gli",
+    "le", "un", "una", "di", "da", "del", "della", "che", "e", "o", "è", "sono", "cosa", "come", "quali", "quale",
+    "per", "con", "mi", "posso", "si", "non", "ci",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What the detector found: the query, the positive text, the excluded phrases and the cues."""
+
+    query: Node
+    positive: str
+    negatives: tuple[str, ...]
+    cues: tuple[str, ...]
+    language: str
+
+    @property
+    def text(self) -> str:
+        return to_string(self.query)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("’", "'").replace("‘", "'").replace("`", "'")
+    return " ".join(text.split())
+
+
+def _strip_quotes(text: str) -> str:
+    text = text.strip()
+    for _ in range(3):
+        changed = False
+        for q in ('"', "'", "“", "”"):
+            if len(text) >= 2 and text[0] in "\"'“" and text[-1] in "\"'”" and text.count(q) in (0, 2):
+                text, changed = text[1:-1].strip(), True
+                break
+        if not changed:
+            break
+    # an orphan quote at either end (the other half was cut off by a clause boundary)
+    if text.count('"') % 2 == 1:
+        text = text.strip('"').strip()
+    return text
+
+
+def _clean_term(text: str) -> str:
+    text = text.replace(_SENTINEL, " ")
+    text = " ".join(text.split())
+    text = text.strip(" ,.;:!?-–—")
+    text = _LEADING_FILLER.sub("", text)
+    return _strip_quotes(text).strip(" ,.;:!?-–—")
+
+
+def _is_title_case(text: str) -> bool:
+    words = [w for w in re.findall(r"[A-Za-zÀ-ÿ][\w'.-]*", text) if len(w) > 3]
+    return bool(words) and all(w[0].isupper() for w in words)
+
+
+def _split_list(text: str) -> list[str]:
+    """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word."""
+    if '"' in text or "'" in text.replace("'s ", " ").replace("s' ", " "):
+        return [text]  # quoted titles may contain "and"
+    if _is_title_case(text):
+        return [text]  # "Thinking, Fast and Slow", "Being and Nothingness" (names stay together too)
+    parts = [p.strip() for p in re.split(r",\s*(?:and|or|e|o|nor)\s+|,\s*|\s+(?:and|or|e|o|nor)\s+", text) if p.strip()]
+    if len(parts) < 2:
+        return [text]
+    for p in parts:
+        words = p.split()
+        if len(words) == 1 and not words[0][0].isupper():
+            return [text]  # "its sporting heritage and history": "history" alone would be too broad
+    if re.search(r"'s?\b", parts[-1]) and len(parts[0].split()) == 1:
+        return [text]  # "Heathcliff and Catherine's relationship": one shared head
+    if re.search(r"\b(?:of|with|on|in|for|to|about|from|di|del|della|con|su|per)\b", parts[0], re.IGNORECASE) and all(
+        len(p.split()) <= 2 and not re.match(r"(?:the|a|an|his|her|its|their|il|la|lo|i|gli|le|un|una)\b", p, re.I)
+        for p in parts[1:]
+    ):
+        return [text]  # "the deaths of Catherine and Heathcliff": the list hangs on "of"
+    return parts
+
+
+def _content(text: str) -> bool:
+    return any(len(w) >= 3 and w.lower() not in _STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
+
+
+def _clause_start(text: str, pos: int) -> int:
+    """Start of the clause holding ``pos`` (after the last sentence end, comma or semicolon)."""
+    start = 0
+    for m in re.finditer(r"[?!;,]|\.(?=\s)", text[:pos]):
+        start = m.end()
+    return start
+
+
+def _at_sentence_start(text: str, pos: int) -> bool:
+    before = text[:pos].rstrip()
+    return not before or before[-1] in "?!.;:"
+
+
+def _find_end(text: str, start: int) -> tuple[int, int, str]:
+    """(end of the excluded phrase, end of the region to cut, closing quote to add) for an exclusion
+    whose phrase starts at ``start``."""
+    pos = start
+    while True:
+        m = _TERMINATOR.search(text, pos)
+        cue = _CUE_RE.search(text, start + 1)
+        cue_at = cue.start() if cue else len(text)
+        if m is None or m.start() >= cue_at:
+            if cue is not None:
+                # "video games other than "Suspended" and construction tools other than …": what follows
+                # the last "and" before the next cue is the next positive item, not part of this exclusion
+                ands = list(re.finditer(r"\s(?:and|e)\s", text[start:cue_at]))
+                if ands:
+                    cut = start + ands[-1].start()
+                    return cut, cut, ""
+            return cue_at, cue_at, ""
+        if m.group(0) == "." and _ABBREVIATIONS.search(text[: m.start()]):
+            pos = m.end()
+            continue
+        quote = m.group("q") if m.groupdict().get("q") else ""
+        if quote and text[start : m.start()].count('"') % 2 == 1:
+            return m.start(), m.start() + 1 + len(quote), quote  # `Live,"` closes the quoted title
+        return m.start(), m.start(), ""
+
+
+@dataclass
+class _Found:
+    start: int  # start of the region to cut (cue included)
+    end: int
+    negative: str
+    cue: str
+
+
+_IT_CUE_WORDS = {
+    "tranne", "eccetto", "salvo", "fuorché", "fuorche", "escluso", "esclusa", "esclusi", "escluse", "escludendo",
+    "ad", "a", "con", "all'infuori", "al", "oltre", "diverso", "diversa", "diversi", "diverse", "invece",
+    "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma",
+}  # fmt: skip
+
+
+def _cue_language(cue_text: str) -> str:
+    if cue_text == "non … ma":
+        return "it"
+    words = cue_text.replace(",", " ").split()
+    return "it" if words and words[0] in _IT_CUE_WORDS else "en"
+
+
+# -- main entry points -----------------------------------------------------------------------------------
+
+
+def analyse(question: str) -> Detection | None:
+    """The exclusion structure of ``question``, or None when it has none (route to the usual pipeline)."""
+    text = _normalise(question)
+    if not text:
+        return None
+    text = _LETTER_MARKER.sub(_SENTINEL, text)
+    negatives: list[str] = []
+    cues: list[str] = []
+
+    # 1. parenthetical exclusions: "Hobbes (excluding Leviathan)"
+    def paren(m: re.Match[str]) -> str:
+        inner = m.group(1).strip()
+        cue = _CUE_RE.match(inner) or _PLAIN_WITHOUT_RE.match(inner)
+        if cue is None:
+            return m.group(0)
+        neg = _clean_term(inner[cue.end() :])
+        if not neg:
+            return m.group(0)
+        negatives.extend(_split_list(neg))
+        cues.append(cue.group(0).lower())
+        return _SENTINEL
+
+    text = re.sub(r"\s*\(([^()]*)\)", paren, text)
+
+    # 2. "not X but Y" / "non X ma Y": X is excluded, Y stays in the positive text
+    for rx in (_NOT_BUT_EN, _NOT_BUT_IT):
+        while (m := rx.search(text)) is not None:
+            neg = _clean_term(m.group("neg"))
+            if not neg:
+                break
+            negatives.extend(_split_list(neg))
+            cues.append("not … but" if rx is _NOT_BUT_EN else "non … ma")
+            text = text[: m.start()] + text[m.end() :]
+
+    # 3. inline and leading cues, earliest first
+    found: list[_Found] = []
+    pos = 0
+    while True:
+        cand: list[tuple[int, int, str]] = []
+        m = _CUE_RE.search(text, pos)
+        if m:
+            cand.append((m.start(), m.end(), m.group(0)))
+        if _IMPERATIVE.match(text) and (pm := _PLAIN_WITHOUT_RE.search(text, pos)):
+            cand.append((pm.start(), pm.end(), pm.group(0)))
+        for bm in _BEYOND_RE.finditer(text, pos):
+            if _OTHER_RE.search(text[_clause_start(text, bm.start()) : bm.start()]):
+                cand.append((bm.start(), bm.end(), bm.group(0)))
+                break
+        if not cand:
+            break
+        start, cue_end, cue_text = min(cand, key=lambda c: (c[0], -c[1]))  # earliest, then longest
+        if _at_sentence_start(text, start) and "," in text[cue_end:]:
+            # leading clause: "Besides bone health, what else …"
+            comma = text.index(",", cue_end)
+            sentence_end = _TERMINATOR.search(text, cue_end)
+            if sentence_end is None or sentence_end.start() >= comma:
+                found.append(_Found(start, comma + 1, text[cue_end:comma], cue_text))
+                pos = comma + 1
+                continue
+        neg_end, cut_end, quote = _find_end(text, cue_end)
+        found.append(_Found(start, cut_end, text[cue_end:neg_end] + quote, cue_text))
+        pos = max(cut_end, cue_end)
+
+    pieces: list[str] = []
+    last = 0
+    for f in found:
+        neg = _clean_term(f.negative)
+        if not neg or neg.lower() in _TRIVIAL:
+            continue
+        negatives.extend(_split_list(neg))
+        cues.append(" ".join(f.cue.lower().split()))
+        pieces.append(text[last : f.start])
+        last = f.end
+    pieces.append(text[last:])
+    positive = _clean_positive(" ".join(pieces))
+
+    negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in _TRIVIAL]
+    if not negatives or not _content(positive):
+        return None
+    negatives = [n for n in negatives if n.lower() != positive.lower()]
+    if not negatives:
+        return None
+    query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
+    language = _cue_language(cues[0])
+    return Detection(query, positive, tuple(negatives), tuple(cues), language)
+
+
+def _clean_positive(text: str) -> str:
+    text = text.replace(_SENTINEL, " ")
+    text = " ".join(text.split())
+    text = re.sub(r"\s+([,?.!;:])", r"\1", text)
+    text = re.sub(r",\s*(?=[?.!;,])", "", text)  # "…, ?" left by a cut
+    text = re.sub(r"^[,;:\s]+", "", text)
+    text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*$", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"([?.!])\s*[,;]\s*", r"\1 ", text)
+    text = re.sub(r"\(\s*\)", "", text)
+    return text.strip(" ,;:").rstrip("?.!").strip()
+
+
+def detect(question: str) -> Node | None:
+    """The logical query of an exclusion-style question, or None (no logical structure: route as usual)."""
+    found = analyse(question)
+    return found.query if found else None

@@ -1,0 +1,294 @@
+"""The ``logical`` pipeline: exclusion-style questions are decomposed into a logical query (ITLR) and
+ranked by composed term scores; every other question takes the ``naive`` pipeline unchanged.
+
+1. Route: the deterministic detector (``detect.analyse``) decides. No logical structure → ``naive``.
+2. Query: the detector's, or (``query_source`` "auto"/"llm" and a working ``services.llm``) the LLM's,
+   validated by the parser and repaired or replaced by the detector's.
+3. Candidates: dense top-``per_term_k`` for every POSITIVE term, union.
+4. Term scores: cosine of every distinct term against every candidate (stored segment vectors); a negated
+   term's vector is first orthogonalised against the positive terms (``orthogonal_not``), so "NOT the
+   trial scene" penalises the trial, not the novel both terms share.
+5. Composition: fuzzy operators (ITLR) on raw or calibrated cosines, or the exact probability (OrLog).
+6. Final order (``final``):
+   - ``rerank-terms`` (default): each positive term's cosine is replaced by the reranker's score of the
+     segment against that term (normalised to [0, 1]); the same tree composes it with the NOT penalties
+     on the cosines, so reranking sharpens relevance without undoing the exclusion;
+   - ``composed``: the composed score only;
+   - ``rerank``: rerank the positive text and ignore the penalties (shows what an ordinary rerank undoes).
+7. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from chatbot.index import Hit
+from chatbot.logical.compose import (
+    DEFAULT_OPERATORS,
+    Calibration,
+    Operators,
+    calibration_for,
+    compose,
+    exact_probability,
+)
+from chatbot.logical.detect import Detection, analyse
+from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
+from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, register_pipeline, timed
+from chatbot.stages.rerank import best_per_document
+from corpus.segmenter import embedding_text
+
+FINAL_MODES = ("rerank-terms", "composed", "rerank")
+
+
+@dataclass
+class LogicalConfig:
+    """Module-level knobs (benchmarks swap them with ``configure``)."""
+
+    ops: Operators = DEFAULT_OPERATORS
+    mode: str = "fuzzy"  # fuzzy | probabilistic
+    calibrate: bool = False  # fuzzy mode on calibrated term scores (probabilistic always calibrates)
+    calibration: Calibration | None = None  # None: the fitted one for the embedder (calibration.json)
+    final: str = "rerank-terms"
+    per_term_k: int = 50
+    include_question: bool = False  # also gather the whole question's dense top-k as candidates
+    # Both below were chosen on NegConstraint (evaluation/results/logical-negconstraint.md; no held-out split):
+    orthogonal_not: bool = True  # negated terms scored with their vector orthogonalised to the positives
+    second_segment_weight: float = 0.5  # document score = best segment + w · second-best segment (0: best only)
+    query_source: str = "detector"  # detector | auto (LLM when services.llm works) | llm
+    trace_top: int = 10  # candidates whose per-term scores go into RetrievalResult.info
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("fuzzy", "probabilistic"):
+            raise ValueError(f"mode {self.mode!r}: fuzzy or probabilistic")
+        if self.final not in FINAL_MODES:
+            raise ValueError(f"final {self.final!r}: one of {FINAL_MODES}")
+        if self.query_source not in ("detector", "auto", "llm"):
+            raise ValueError(f"query_source {self.query_source!r}: detector, auto or llm")
+
+
+CONFIG = LogicalConfig()
+
+
+def configure(**changes: Any) -> LogicalConfig:
+    """Replace module-level settings (e.g. ``configure(mode="probabilistic")``); returns the new config."""
+    global CONFIG
+    CONFIG = replace(CONFIG, **changes)
+    return CONFIG
+
+
+def _llm_of(services: Services) -> Any | None:
+    try:
+        llm = getattr(services, "llm", None)
+    except Exception:  # a property that cannot build its client
+        return None
+    return llm if llm is not None and callable(getattr(llm, "complete", None)) else None
+
+
+def build_query(question: str, services: Services, config: LogicalConfig) -> tuple[Detection | None, Node | None, dict]:
+    """(detection, query, info). The detector routes; the LLM (if chosen and present) writes the query."""
+    detection = analyse(question)
+    if detection is None:
+        return None, None, {"source": "none"}
+    if config.query_source in ("auto", "llm"):
+        llm = _llm_of(services)
+        if llm is not None:
+            from chatbot.logical.llm import llm_query
+
+            query, info = llm_query(question, llm, detection)
+            return detection, query, info
+        if config.query_source == "llm":
+            return detection, detection.query, {"source": "detector", "error": "services has no working llm"}
+    return detection, detection.query, {"source": "detector"}
+
+
+def candidate_vectors(services: Services, hits: list[Hit]) -> np.ndarray:
+    """Stored vectors of the candidates' segments (re-embedded when the store cannot return them)."""
+    ids = [h.segment.id for h in hits]
+    try:
+        got = services.index.collection().get(ids=ids, include=["embeddings"])
+        by_id = {sid: np.asarray(v, dtype=np.float32) for sid, v in zip(got["ids"], got["embeddings"], strict=True)}
+        if all(sid in by_id for sid in ids):
+            return np.vstack([by_id[sid] for sid in ids]) if ids else np.zeros((0, services.embedder.dim))
+    except Exception:
+        pass
+    return services.embedder.embed_passages([embedding_text(h.segment) for h in hits])
+
+
+def _normalise_rerank(scores: np.ndarray, reranker: Any) -> np.ndarray:
+    scores = np.asarray(scores, dtype=np.float64)
+    if getattr(reranker, "name", "") == "cross-encoder":
+        return 1.0 / (1.0 + np.exp(-scores))
+    lo, hi = float(scores.min()), float(scores.max())
+    return np.ones_like(scores) if hi - lo < 1e-12 else (scores - lo) / (hi - lo)
+
+
+def orthogonal_negations(query: Node, names: list[str], term_vecs: np.ndarray) -> np.ndarray:
+    """Term vectors where every only-negated term is projected onto the orthogonal complement of the
+    positive terms' span (Widdows' orthogonal negation) and renormalised: "NOT bone health" then
+    penalises what is specific to bone health, not the vitamin-D topic it shares with the positive term."""
+    vecs = np.asarray(term_vecs, dtype=np.float64).copy()
+    basis: list[np.ndarray] = []
+    for t in positive_terms(query):
+        v = vecs[names.index(t)].copy()
+        for q in basis:
+            v -= (v @ q) * q
+        if np.linalg.norm(v) > 1e-9:
+            basis.append(v / np.linalg.norm(v))
+    for t in negative_terms(query):
+        v = vecs[names.index(t)].copy()
+        for q in basis:
+            v -= (v @ q) * q
+        norm = np.linalg.norm(v)
+        vecs[names.index(t)] = v / norm if norm > 1e-9 else vecs[names.index(t)]
+    return vecs
+
+
+def aggregate_documents(scored: list[Hit], second_weight: float) -> list[Hit]:
+    """One hit per document (its best segment). With ``second_weight`` > 0 the document's score adds that
+    share of its second-best segment's score: a document whose several segments satisfy the query (e.g. one
+    segment per positive entity) outranks one that matches with a single segment."""
+    if second_weight <= 0:
+        return best_per_document(scored)
+    by_doc: dict[str, list[Hit]] = {}
+    for h in sorted(scored, key=lambda h: -h.score):
+        by_doc.setdefault(h.segment.doc_id, []).append(h)
+    out = []
+    for hits in by_doc.values():
+        best = hits[0]
+        score = best.score + (second_weight * hits[1].score if len(hits) > 1 else 0.0)
+        out.append(Hit(best.segment, float(score), {**best.detail, "segment_score": best.score}))
+    return sorted(out, key=lambda h: -h.score)
+
+
+def term_values(cosines: dict[str, np.ndarray], config: LogicalConfig, calibration: Calibration | None) -> dict:
+    """The per-term values the composition reads: raw cosines, or calibrated ones (probabilistic mode
+    always calibrates)."""
+    if config.mode == "probabilistic" or config.calibrate:
+        if calibration is None:
+            raise ValueError(
+                "no calibration is fitted for this embedder: fit one with "
+                "`python -m chatbot.logical.calibrate --data FOLDER`"
+            )
+        return {t: calibration(s) for t, s in cosines.items()}
+    return dict(cosines)
+
+
+def combine(query: Node, values: dict[str, np.ndarray], config: LogicalConfig) -> np.ndarray:
+    """Fuzzy composition (ITLR operators) or exact probability (OrLog) of the per-term values."""
+    if config.mode == "probabilistic":
+        return exact_probability(query, values)
+    return compose(query, values, config.ops)
+
+
+def logical_retrieve(question: str, services: Services, config: LogicalConfig | None = None) -> RetrievalResult:
+    config = config or CONFIG
+    timings: dict[str, float] = {}
+    detection, query, source_info = timed(timings, "logical_query", lambda: build_query(question, services, config))
+    if query is None:
+        result = naive_pipeline(question, services)
+        result.info["logical"] = {"route": "naive", "reason": "no logical structure detected"}
+        return result
+
+    settings = services.settings
+    names = terms(query)
+    positives = positive_terms(query) or names
+    term_vecs = timed(timings, "embed_terms", lambda: services.embedder.embed_queries(names))
+
+    def gather() -> list[Hit]:
+        vectors = term_vecs[[names.index(t) for t in positives]]
+        if config.include_question:
+            vectors = np.vstack([vectors, services.embedder.embed_queries([question])])
+        rows = services.index.search_vectors(vectors, config.per_term_k)
+        union: dict[str, Hit] = {}
+        for row in rows:
+            for h in row:
+                h.detail["dense"] = h.score
+                if h.segment.id not in union or h.score > union[h.segment.id].score:
+                    union[h.segment.id] = h
+        return list(union.values())
+
+    candidates = timed(timings, "retrieve", gather)
+    logical_info: dict[str, Any] = {"route": "logical", "query": to_string(query), "query_source": source_info}
+    if not candidates:
+        return RetrievalResult(question, [], [], [], timings, {"logical": logical_info})
+
+    def cosine_scores() -> dict[str, np.ndarray]:
+        cand_vecs = candidate_vectors(services, candidates)
+        vecs = orthogonal_negations(query, names, term_vecs) if config.orthogonal_not else term_vecs
+        sims = np.asarray(cand_vecs, dtype=np.float64) @ np.asarray(vecs, dtype=np.float64).T
+        return {t: sims[:, j] for j, t in enumerate(names)}
+
+    cosines = timed(timings, "term_scores", cosine_scores)
+    calibration = config.calibration
+    if calibration is None and (config.mode == "probabilistic" or config.calibrate):
+        calibration = calibration_for(services.embedder.name)
+    values = term_values(cosines, config, calibration)
+    composed = timed(timings, "compose", lambda: combine(query, values, config))
+
+    final = composed
+    rerank_scores: dict[str, np.ndarray] = {}
+    reranker = services.reranker
+    final_mode = config.final if reranker is not None else "composed"
+    if final_mode != "composed":
+
+        def rerank() -> np.ndarray:
+            for t in positives:
+                sims = cosines[t]
+                hits = [Hit(h.segment, float(c), {"dense": float(c)}) for h, c in zip(candidates, sims, strict=True)]
+                rerank_scores[t] = _normalise_rerank(reranker.score(t, hits), reranker)
+            if final_mode == "rerank":  # ignores the exclusions: for comparison only
+                return np.mean([rerank_scores[t] for t in positives], axis=0)
+            return combine(query, {**values, **rerank_scores}, config)
+
+        final = timed(timings, "rerank", rerank)
+
+    order = np.argsort(-final, kind="stable")
+    scored = [
+        Hit(
+            candidates[i].segment,
+            float(final[i]),
+            {
+                **candidates[i].detail,
+                "composed": float(composed[i]),
+                **{f"term:{t}": float(cosines[t][i]) for t in names},
+                **{f"rerank:{t}": float(s[i]) for t, s in rerank_scores.items()},
+            },
+        )
+        for i in order
+    ]
+    ranked = aggregate_documents(scored, config.second_segment_weight)
+    top = ranked[: settings.retrieval.top_n]
+    shown = ranked[: config.trace_top]
+    logical_info.update(
+        {
+            "detection": None
+            if detection is None
+            else {
+                "positive": detection.positive,
+                "negatives": list(detection.negatives),
+                "cues": list(detection.cues),
+                "language": detection.language,
+            },
+            "mode": config.mode,
+            "operators": config.ops.label(),
+            "calibration": None if calibration is None else {"tau": calibration.tau, "lam": calibration.lam},
+            "final": final_mode,
+            "orthogonal_not": config.orthogonal_not,
+            "include_question": config.include_question,
+            "second_segment_weight": config.second_segment_weight,
+            "candidates": len(candidates),
+            "term_scores": {t: {h.segment.id: round(h.detail[f"term:{t}"], 4) for h in shown} for t in names},
+            "composed": {h.segment.id: round(h.detail["composed"], 4) for h in shown},
+            "final_scores": {h.segment.id: round(h.score, 4) for h in shown},
+        }
+    )
+    return RetrievalResult(question, candidates, ranked, top, timings, {"logical": logical_info})
+
+
+@register_pipeline("logical")
+def logical_pipeline(question: str, services: Services) -> RetrievalResult:
+    """Exclusion-style questions → logical query and composed scores; all others → naive, unchanged."""
+    return logical_retrieve(question, services)

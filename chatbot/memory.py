@@ -1,0 +1,259 @@
+"""Certified-answer memory: a clinician-approved answer is served again for equivalent later questions.
+
+Equivalence is the bi-encoder's cosine between the new question and the approved question, at or above
+``settings.store.memory_threshold`` (measured on paraphrases and near misses: ``python -m chatbot.memory``
+writes evaluation/results/memory-threshold-MODEL.md). The pipeline is still called through
+``chatbot.answer.answer`` (by default even on a hit, so urgency detection stays current); the trace says
+``answered_by: memory`` with the approval, its question and the similarity."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+
+from chatbot.answer import answer
+from chatbot.store.db import Store
+from chatbot.store.models import Approval
+
+# pipeline outcomes a certified memory answer may replace (never invalid_input or safe_reply)
+OVERRIDABLE = ("answered", "no_certified_info")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def same_numbers(a: str, b: str) -> bool:
+    """Questions that differ only in a number ("vaccines at 8 weeks" / "at 1 year") embed almost alike but
+    need different answers: memory never matches questions whose numbers differ."""
+    return sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+
+
+class CertifiedMemory:
+    """Approved answers with their question vectors, cached in memory and refreshed when approvals change."""
+
+    def __init__(self, store: Store, services: Any, embedder: Any = None) -> None:
+        self.store = store
+        self.services = services
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._version: tuple[int, int] | None = None
+        self._rows: list[dict[str, Any]] = []
+        self._matrix = np.zeros((0, 1), dtype=np.float32)
+
+    @property
+    def threshold(self) -> float:
+        return self.services.settings.store.memory_threshold
+
+    @property
+    def embedder(self) -> Any:
+        """settings.store.memory_embedder (loaded on first use), or the one given to the constructor."""
+        if self._embedder is None:
+            from chatbot.embedders import load_embedder
+
+            s = self.services.settings
+            self._embedder = load_embedder(s.store.memory_embedder, s.embedding.threads)
+        return self._embedder
+
+    def vector(self, question: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed_queries([question])[0], dtype=np.float32)
+
+    def approval_fields(self, question: str) -> dict[str, Any]:
+        """Vector and model name to store with a new approval."""
+        return {"vector": self.vector(question).tobytes(), "embedding_model": self.embedder.name}
+
+    def _refresh(self) -> None:
+        model = self.embedder.name
+        with self.store.session() as s:
+            version = s.execute(
+                select(func.count(Approval.id), func.coalesce(func.max(Approval.id), 0)).where(
+                    Approval.active.is_(True), Approval.embedding_model == model
+                )
+            ).one()
+            version = (int(version[0]), int(version[1]))
+            if version == self._version:
+                return
+            rows = s.scalars(
+                select(Approval)
+                .where(Approval.active.is_(True), Approval.embedding_model == model)
+                .order_by(Approval.id)
+            ).all()
+            self._rows = [
+                {
+                    "id": r.id,
+                    "question": r.question,
+                    "reply": r.reply,
+                    "links": r.links,
+                    "urgent": r.urgent,
+                    "demo_content": r.demo_content,
+                    "language": r.language,
+                }
+                for r in rows
+            ]
+            vecs = [np.frombuffer(r.vector, dtype=np.float32) for r in rows]
+            self._matrix = np.vstack(vecs) if vecs else np.zeros((0, 1), dtype=np.float32)
+            self._version = version
+
+    def lookup(self, question: str) -> tuple[dict[str, Any] | None, float, dict[str, Any] | None]:
+        """(best approval at or above the threshold or None, its similarity, the best approval overall)."""
+        with self._lock:
+            self._refresh()
+            if not self._rows:
+                return None, 0.0, None
+            sims = self._matrix @ self.vector(question)
+            for i in np.argsort(-sims):
+                row = self._rows[int(i)]
+                if same_numbers(question, row["question"]):
+                    score = float(sims[int(i)])
+                    return (row if score >= self.threshold else None), score, row
+            return None, 0.0, None
+
+
+def answer_with_memory(
+    question: Any, services: Any, memory: CertifiedMemory | None, pipeline: str | None = None
+) -> dict[str, Any]:
+    """``answer()`` with certified-answer memory in front; same output shape, trace says who answered."""
+    settings = services.settings.store
+    if memory is None or not settings.memory_enabled or not isinstance(question, str) or not question.strip():
+        return answer(question, services, pipeline)
+    start = time.perf_counter()
+    text = " ".join(question.split())
+    hit, similarity, nearest = memory.lookup(text)
+    lookup_ms = (time.perf_counter() - start) * 1000
+    info = {
+        "hit": hit is not None,
+        "similarity": round(similarity, 4),
+        "threshold": memory.threshold,
+        "approval_id": (hit or nearest or {}).get("id"),
+        "approved_question": (hit or nearest or {}).get("question"),
+        "lookup_ms": round(lookup_ms, 1),
+    }
+    if hit is None or (hit["language"] and hit["language"] not in settings.memory_languages):
+        ans = answer(question, services, pipeline)
+        ans.setdefault("trace", {})["memory"] = info
+        return ans
+    base: dict[str, Any] = {}
+    if settings.memory_checks_urgency:
+        base = answer(question, services, pipeline)
+        # the safety screen wins: invalid input, unsupported language or a personal diagnosis/dosage request
+        # keep the pipeline's own outcome; so does a reply in another language than the approved one
+        language = base.get("language")
+        other_language = bool(hit["language"] and language and hit["language"] != language) or (
+            language not in settings.memory_languages
+        )
+        if base.get("status") not in OVERRIDABLE or other_language:
+            base.setdefault("trace", {})["memory"] = {
+                **info,
+                "hit": False,
+                "skipped": base.get("status") if base.get("status") not in OVERRIDABLE else "language",
+            }
+            return base
+    pipeline_trace = base.get("trace", {})
+    total = (time.perf_counter() - start) * 1000
+    return {
+        "question": base.get("question", text),
+        "reply": hit["reply"],
+        "links": hit["links"],
+        "status": "answered",
+        "urgent": bool(base.get("urgent")) or bool(hit["urgent"]),
+        **({"urgent_message": base["urgent_message"]} if base.get("urgent_message") else {}),
+        "demo_content": bool(hit["demo_content"]),
+        **({"language": hit["language"] or base.get("language")} if (hit["language"] or base.get("language")) else {}),
+        "trace": {
+            "answered_by": "memory",
+            "pipeline": "memory",
+            "memory": info,
+            "pipeline_trace": pipeline_trace,
+            "top": [{"segment_id": link["segment_id"]} for link in hit["links"]],
+            "timings_ms": {"memory_lookup": round(lookup_ms, 1), "total": round(total, 1)},
+        },
+    }
+
+
+# -- threshold measurement ----------------------------------------------------------------------------------
+
+
+def measure_threshold(pairs: list[dict[str, Any]], embedder: Any) -> dict[str, Any]:
+    """Cosines of paraphrase pairs (same=True) and near misses (same=False); the threshold that keeps every
+    near miss out with the most paraphrases in, and the counts at a grid of thresholds."""
+    a = embedder.embed_queries([p["a"] for p in pairs])
+    b = embedder.embed_queries([p["b"] for p in pairs])
+    sims = np.sum(np.asarray(a) * np.asarray(b), axis=1)
+    # the number guard of CertifiedMemory.lookup: such a pair can never match, whatever its cosine
+    sims = np.where([same_numbers(p["a"], p["b"]) for p in pairs], sims, -1.0)
+    same = np.array([bool(p["same"]) for p in pairs])
+    grid = []
+    for t in np.round(np.arange(0.50, 1.0001, 0.01), 2):
+        grid.append(
+            {
+                "threshold": float(t),
+                "paraphrases_reused": int(np.sum(sims[same] >= t)),
+                "near_misses_reused": int(np.sum(sims[~same] >= t)),
+            }
+        )
+    max_neg = float(np.max(sims[~same])) if (~same).any() else 0.0
+    return {
+        "pairs": [{**p, "cosine": round(float(s), 4)} for p, s in zip(pairs, sims, strict=True)],
+        "paraphrase_cosine": {"min": float(np.min(sims[same])), "median": float(np.median(sims[same]))},
+        "near_miss_cosine": {"max": max_neg, "median": float(np.median(sims[~same]))},
+        "grid": grid,
+    }
+
+
+def main() -> int:  # pragma: no cover - a measurement script
+    import json
+    import os
+    from pathlib import Path
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from chatbot.embedders import load_embedder
+    from chatbot.settings import PROJECT_ROOT, load_settings
+
+    settings = load_settings()
+    data = PROJECT_ROOT / "evaluation" / "data" / "memory_paraphrases.jsonl"
+    pairs = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
+    embedder = load_embedder(settings.store.memory_embedder, settings.embedding.threads)
+    result = measure_threshold(pairs, embedder)
+    out = Path(PROJECT_ROOT / "evaluation" / "results" / f"memory-threshold-{settings.store.memory_embedder}.md")
+    n_same = sum(1 for p in pairs if p["same"])
+    model = settings.store.memory_embedder
+    command = (
+        "python -m chatbot.memory"
+        if model == "minilm"
+        else f"CHATBOT_STORE__MEMORY_EMBEDDER={model} python -m chatbot.memory"
+    )
+    lines = [
+        "# Certified-answer memory: similarity threshold",
+        "",
+        f"Embedder `{embedder.name}`; {n_same} paraphrase pairs (should reuse the approved answer) and "
+        f"{len(pairs) - n_same} near misses (same topic, different question: must not). Data: "
+        f"`evaluation/data/memory_paraphrases.jsonl`. Command: `{command}`. Pairs whose numbers "
+        "differ never match (number guard in `CertifiedMemory.lookup`); they are listed with cosine -1.",
+        "",
+        f"- paraphrase cosine: min {result['paraphrase_cosine']['min']:.3f}, "
+        f"median {result['paraphrase_cosine']['median']:.3f}",
+        f"- near-miss cosine: max {result['near_miss_cosine']['max']:.3f}, "
+        f"median {result['near_miss_cosine']['median']:.3f}",
+        f"- configured threshold (store.memory_threshold): {settings.store.memory_threshold}",
+        "",
+        "| threshold | paraphrases reused | near misses reused (wrong answer served) |",
+        "|---|---|---|",
+    ]
+    for row in result["grid"]:
+        if row["threshold"] >= 0.6 and round(row["threshold"] * 100) % 5 == 0 or row["threshold"] in (0.86, 0.87, 0.88):
+            lines.append(
+                f"| {row['threshold']:.2f} | {row['paraphrases_reused']}/{n_same} | "
+                f"{row['near_misses_reused']}/{len(pairs) - n_same} |"
+            )
+    lines += ["", "| same? | cosine | a | b |", "|---|---|---|---|"]
+    for p in sorted(result["pairs"], key=lambda p: -p["cosine"]):
+        lines.append(f"| {'yes' if p['same'] else 'no'} | {p['cosine']:.3f} | {p['a']} | {p['b']} |")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "pairs"}, indent=1)[:3000])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

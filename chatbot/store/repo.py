@@ -1,0 +1,283 @@
+"""Repositories for patient conversations and clinician reviews. Every write commits before returning."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from chatbot.store.auth import Principal, audit
+from chatbot.store.db import Store
+from chatbot.store.models import Approval, AuditLog, Conversation, LinkVerdict, Review, Turn, utcnow
+
+QUEUE_FILTERS = ("unreviewed", "flagged", "thumbs_down", "all")
+
+
+def new_conversation_id() -> str:
+    return str(uuid.uuid4())
+
+
+def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency_ms: float | None = None) -> int:
+    """Store one answered question with its full trace; returns the turn id."""
+    trace = ans.get("trace") or {}
+    memory = trace.get("memory") or {}
+    with store.session() as s:
+        conv = s.get(Conversation, conversation_id)
+        now = utcnow()
+        if conv is None:
+            conv = Conversation(id=conversation_id, created_at=now)
+            s.add(conv)
+        conv.last_activity = now
+        turn = Turn(
+            conversation_id=conversation_id,
+            created_at=now,
+            question=str(ans.get("question", "")),
+            reply=str(ans.get("reply", "")),
+            links=list(ans.get("links") or []),
+            status=str(ans.get("status", "")),
+            urgent=bool(ans.get("urgent")),
+            demo_content=bool(ans.get("demo_content")),
+            language=ans.get("language"),
+            pipeline=trace.get("pipeline"),
+            answered_by=trace.get("answered_by", "pipeline"),
+            approval_id=memory.get("approval_id") if memory.get("hit") else None,
+            trace=trace,
+            latency_ms=latency_ms,
+            flagged=bool(ans.get("urgent")) or ans.get("status") in ("no_certified_info", "safe_reply"),
+        )
+        s.add(turn)
+        s.flush()
+        return turn.id
+
+
+def set_feedback(store: Store, conversation_id: str, turn_id: int, value: int | None) -> bool:
+    """Thumbs up (+1), down (-1) or cleared (None) on a turn of this conversation only."""
+    if value not in (1, -1, None):
+        raise ValueError("feedback is +1, -1 or None")
+    with store.session() as s:
+        turn = s.get(Turn, turn_id)
+        if turn is None or turn.conversation_id != conversation_id:
+            return False
+        turn.feedback = value
+        turn.feedback_at = utcnow()
+        return True
+
+
+def _turn_row(t: Turn) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "created_at": t.created_at.isoformat(timespec="seconds"),
+        "question": t.question,
+        "status": t.status,
+        "urgent": t.urgent,
+        "flagged": t.flagged,
+        "feedback": t.feedback,
+        "review_state": t.review_state,
+        "answered_by": t.answered_by,
+    }
+
+
+def list_queue(store: Store, kind: str = "unreviewed", limit: int = 100) -> list[dict[str, Any]]:
+    """Answered questions for review, newest first."""
+    if kind not in QUEUE_FILTERS:
+        raise ValueError(f"unknown queue filter {kind!r}")
+    q = select(Turn).where(Turn.status != "invalid_input")
+    if kind == "unreviewed":
+        q = q.where(Turn.review_state == "unreviewed")
+    elif kind == "flagged":
+        q = q.where(Turn.flagged.is_(True))
+    elif kind == "thumbs_down":
+        q = q.where(Turn.feedback == -1)
+    with store.session() as s:
+        return [_turn_row(t) for t in s.scalars(q.order_by(Turn.id.desc()).limit(limit))]
+
+
+def get_turn(store: Store, turn_id: int) -> dict[str, Any] | None:
+    with store.session() as s:
+        t = s.get(Turn, turn_id)
+        if t is None:
+            return None
+        reviews = s.scalars(select(Review).where(Review.turn_id == turn_id).order_by(Review.id)).all()
+        return {
+            **_turn_row(t),
+            "reply": t.reply,
+            "links": t.links,
+            "demo_content": t.demo_content,
+            "language": t.language,
+            "pipeline": t.pipeline,
+            "approval_id": t.approval_id,
+            "trace": t.trace,
+            "latency_ms": t.latency_ms,
+            "reviews": [
+                {"id": r.id, "decision": r.decision, "comment": r.comment, "at": r.created_at.isoformat()}
+                for r in reviews
+            ],
+        }
+
+
+def record_review(
+    store: Store,
+    who: Principal,
+    turn_id: int,
+    decision: str,
+    comment: str = "",
+    verdicts: dict[str, bool] | None = None,
+    picked: list[dict[str, Any]] | None = None,
+    approval: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One review action, its link verdicts, its approval (if any) and its audit record, in one transaction.
+
+    ``verdicts`` maps a shown link's segment_id to relevant/not; ``picked`` are better segments the clinician
+    chose from the top-50 (each {segment_id, doc_id, title, url}); ``approval`` holds the certified answer to
+    remember (reply, links, segment_ids, vector, embedding_model, ...)."""
+    if decision not in ("approved", "rejected", "verdicts", "flagged"):
+        raise ValueError(f"unknown decision {decision!r}")
+    verdicts = verdicts or {}
+    picked = picked or []
+    with store.session() as s:
+        turn = s.get(Turn, turn_id)
+        if turn is None:
+            raise LookupError(f"no turn {turn_id}")
+        review = Review(
+            turn_id=turn_id,
+            user_id=who.id,
+            decision=decision,
+            comment=comment or "",
+            question=turn.question,
+            picked_segment_ids=[p["segment_id"] for p in picked],
+        )
+        s.add(review)
+        s.flush()
+        by_segment = {link["segment_id"]: link for link in turn.links}
+        for segment_id, relevant in verdicts.items():
+            link = by_segment.get(segment_id)
+            if link is None:
+                raise ValueError(f"segment {segment_id!r} is not one of the turn's links")
+            s.add(
+                LinkVerdict(
+                    review_id=review.id,
+                    question=turn.question,
+                    segment_id=segment_id,
+                    doc_id=_doc_of(turn, segment_id),
+                    title=link.get("title", ""),
+                    url=link.get("url", ""),
+                    relevant=bool(relevant),
+                    source="review",
+                    user_id=who.id,
+                )
+            )
+        for p in picked:
+            s.add(
+                LinkVerdict(
+                    review_id=review.id,
+                    question=turn.question,
+                    segment_id=p["segment_id"],
+                    doc_id=p.get("doc_id") or p["segment_id"].split("#")[0],
+                    title=p.get("title", ""),
+                    url=p.get("url", ""),
+                    relevant=True,
+                    source="picked",
+                    user_id=who.id,
+                )
+            )
+        approval_id = None
+        if decision == "approved":
+            if approval is None:
+                raise ValueError("an approval needs the answer to remember")
+            row = Approval(review_id=review.id, approved_by=who.id, question=turn.question, **approval)
+            s.add(row)
+            s.flush()
+            approval_id = row.id
+        if decision in ("approved", "rejected"):
+            turn.review_state = decision
+        elif decision == "flagged":
+            turn.flagged = True
+        elif turn.review_state == "unreviewed":
+            turn.review_state = "verdicts"
+        audit(
+            s,
+            who,
+            f"review_{decision}",
+            "turn",
+            turn_id,
+            {
+                "review_id": review.id,
+                "comment": comment,
+                "verdicts": verdicts,
+                "picked": [p["segment_id"] for p in picked],
+                "approval_id": approval_id,
+            },
+        )
+        return {"review_id": review.id, "approval_id": approval_id}
+
+
+def _doc_of(turn: Turn, segment_id: str) -> str:
+    for item in (turn.trace or {}).get("top", []) + (turn.trace or {}).get("candidates", []):
+        if item.get("segment_id") == segment_id and item.get("doc_id"):
+            return item["doc_id"]
+    return segment_id.split("#")[0]
+
+
+def audit_action(store: Store, who: Principal | None, action: str, target_type=None, target_id=None, detail=None):
+    with store.session() as s:
+        audit(s, who, action, target_type, target_id, detail)
+
+
+def audit_entries(store: Store, limit: int = 200) -> list[dict[str, Any]]:
+    with store.session() as s:
+        rows = s.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(limit))
+        return [
+            {
+                "id": r.id,
+                "at": r.at.isoformat(timespec="seconds"),
+                "user": r.username,
+                "action": r.action,
+                "target": f"{r.target_type or ''} {r.target_id or ''}".strip(),
+                "detail": r.detail,
+            }
+            for r in rows
+        ]
+
+
+def link_verdicts(store: Store) -> list[dict[str, Any]]:
+    with store.session() as s:
+        rows = s.scalars(select(LinkVerdict).order_by(LinkVerdict.id))
+        return [
+            {
+                "question": r.question,
+                "segment_id": r.segment_id,
+                "doc_id": r.doc_id,
+                "title": r.title,
+                "url": r.url,
+                "relevant": r.relevant,
+                "source": r.source,
+                "user_id": r.user_id,
+                "at": r.created_at.isoformat(),
+            }
+            for r in rows
+        ]
+
+
+def purge_expired(store: Store, retention_days: int) -> int:
+    """Delete conversations (and their turns) idle for longer than the retention period; returns how many."""
+    if retention_days <= 0:
+        return 0
+    cutoff = utcnow() - timedelta(days=retention_days)
+    with store.session() as s:
+        old = s.scalars(select(Conversation.id).where(Conversation.last_activity < cutoff)).all()
+        if old:
+            s.execute(delete(Turn).where(Turn.conversation_id.in_(old)))
+            s.execute(delete(Conversation).where(Conversation.id.in_(old)))
+            audit(s, None, "retention_purge", "conversation", None, {"deleted": len(old)}, username="system")
+        return len(old)
+
+
+def counts(store: Store) -> dict[str, int]:
+    with store.session() as s:
+        return {
+            "turns": s.scalar(select(func.count(Turn.id))) or 0,
+            "reviews": s.scalar(select(func.count(Review.id))) or 0,
+            "approvals": s.scalar(select(func.count(Approval.id)).where(Approval.active.is_(True))) or 0,
+        }

@@ -1,0 +1,5 @@
+import sys
+
+from evaluation.redteam import main
+
+sys.exit(main())

@@ -1,0 +1,149 @@
+"""A deterministic fake OpenAI-compatible server for tests (stdlib only, 127.0.0.1, a free port).
+
+Modes: ``ok`` (canned reply), ``slow`` (sleeps ``delay_s`` before answering), ``garbage`` (HTTP 200 with a
+body that is not JSON), ``nonsense`` (a valid completion whose text is symbols), ``null`` (content null),
+``error`` (HTTP 500). ``down`` is a port nobody listens on (``closed_port()``). Every request body is
+recorded in ``requests``. ``reply`` is a string or a function of the request body.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = str | Callable[[dict[str, Any]], str]
+
+
+def closed_port() -> int:
+    """A port that was free a moment ago (connection refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def completion(text: str | None, model: str = "fake") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "timings": {"prompt_n": 10, "prompt_ms": 1.0, "predicted_n": 5, "predicted_ms": 2.0},
+    }
+
+
+class FakeOpenAIServer:
+    def __init__(self, reply: Reply = "A canned passage about sleep and tiredness.", mode: str = "ok") -> None:
+        self.reply = reply
+        self.mode = mode
+        self.delay_s = 2.0
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    self._send(200, b'{"status":"ok"}')
+                elif self.path == "/v1/models":
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode())
+                else:
+                    self._send(404, b"{}")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path != "/v1/chat/completions":
+                    self._send(404, b"{}")
+                    return
+                fake.requests.append(body)
+                mode = fake.mode
+                if mode == "slow":
+                    time.sleep(fake.delay_s)
+                if mode == "garbage":
+                    self._send(200, b"<html>\x00not json{{{", "application/json")
+                elif mode == "error":
+                    self._send(500, b'{"error": {"message": "boom"}}')
+                elif mode == "nonsense":
+                    self._send(200, json.dumps(completion("$$$ ### 42 %% {}")).encode())
+                elif mode == "null":
+                    self._send(200, json.dumps(completion(None)).encode())
+                else:
+                    text = fake.reply(body) if callable(fake.reply) else fake.reply
+                    self._send(200, json.dumps(completion(text, body.get("model", "fake"))).encode())
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# Source of a fake `llama-server` executable: parses --port, answers /health (or never, with
+# FAKE_LLAMA_NEVER_HEALTHY=1) and /v1/chat/completions with a canned passage. Written to a file named
+# `llama-server` by the tests, with the running interpreter in its shebang.
+FAKE_LLAMA_SERVER = r"""
+import json, os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+port = int(sys.argv[sys.argv.index("--port") + 1])
+never = os.environ.get("FAKE_LLAMA_NEVER_HEALTHY") == "1"
+started = time.monotonic()
+
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def _send(self, status, payload):
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        ready = not never and time.monotonic() - started > 0.3
+        self._send(200 if ready else 503, {"status": "ok" if ready else "loading model"})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        text = "Tiredness often comes from poor sleep; good sleep habits help most people."
+        self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": text}}]})
+
+
+print("fake llama-server listening", port, flush=True)
+ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"""

@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chatbot.logical.detect import analyse, detect
+from chatbot.logical.query import parse, to_string
+
+ENGLISH = [
+    ("benefits of vitamin D other than bone health", '"benefits of vitamin D" AND NOT "bone health"'),
+    (
+        "What are the benefits of vitamin D, excluding bone health?",
+        '"What are the benefits of vitamin D" AND NOT "bone health"',
+    ),
+    ("Treatments for migraine except triptans", '"Treatments for migraine" AND NOT "triptans"'),
+    ("Diabetes treatments with the exception of insulin", '"Diabetes treatments" AND NOT "insulin"'),
+    ("Apart from ibuprofen, what can I take for back pain?", '"what can I take for back pain" AND NOT "ibuprofen"'),
+    ("Asthma medicines aside from steroids", '"Asthma medicines" AND NOT "steroids"'),
+    (
+        "Besides bone health, what are the benefits of vitamin D?",
+        '"what are the benefits of vitamin D" AND NOT "bone health"',
+    ),
+    ("vitamin D benefits but not bone health", '"vitamin D benefits" AND NOT "bone health"'),
+    ("Causes of fatigue, not anemia but thyroid problems", '"Causes of fatigue, thyroid problems" AND NOT "anemia"'),
+    ("What helps with sleep rather than sleeping pills?", '"What helps with sleep" AND NOT "sleeping pills"'),
+    ("What can I eat instead of sugar?", '"What can I eat" AND NOT "sugar"'),
+    ("Exercises for asthma without mentioning inhalers", '"Exercises for asthma" AND NOT "inhalers"'),
+    ("Describe diabetes without insulin", '"Describe diabetes" AND NOT "insulin"'),
+    ("Tell me about asthma, not the inhalers", '"Tell me about asthma" AND NOT "the inhalers"'),
+    ("Headache but not fever: what could it be?", '"Headache: what could it be" AND NOT "fever"'),
+    (
+        "Side effects of statins excluding muscle pain and liver damage",
+        '"Side effects of statins" AND NOT "muscle pain" AND NOT "liver damage"',
+    ),
+    (
+        "Provide an introduction to Marie Curie, but not including the radium institute",
+        '"Provide an introduction to Marie Curie" AND NOT "the radium institute"',
+    ),
+    ("Hippocrates's profile, but don't mention Kos.", '"Hippocrates\'s profile" AND NOT "Kos"'),
+    (
+        "Analyze the role of chance in Hamlet, avoiding any reference to the ghost.",
+        '"Analyze the role of chance in Hamlet" AND NOT "the ghost"',
+    ),
+    (
+        "Compare the political philosophies of Thomas Hobbes (excluding Leviathan) and John Locke (excluding Two "
+        "Treatises of Government) in shaping modern governance.",
+        '"Compare the political philosophies of Thomas Hobbes and John Locke in shaping modern governance" '
+        'AND NOT "Leviathan" AND NOT "Two Treatises of Government"',
+    ),
+    (
+        "What were the major technological advances during the Roman Empire, excluding the development of concrete? "
+        "How do these compare to the technological advancements of Ancient Greece?",
+        '"What were the major technological advances during the Roman Empire? How do these compare to the '
+        'technological advancements of Ancient Greece" AND NOT "the development of concrete"',
+    ),
+    (
+        "What are the characteristics of castles (A) excluding their use of sap (a) and hyperlinks (B) excluding "
+        "their association with Ben Shneiderman (b)?",
+        '"What are the characteristics of castles and hyperlinks" AND NOT "their use of sap" '
+        'AND NOT "their association with Ben Shneiderman"',
+    ),
+    (
+        'What are the features and uses of video games other than "Suspended" and construction tools other than '
+        'a "battering ram"?',
+        '"What are the features and uses of video games and construction tools" AND NOT "Suspended" '
+        'AND NOT "a \\"battering ram\\""',
+    ),
+    (
+        "How do the feminist perspectives of Simone de Beauvoir (excluding The Second Sex) and Judith Butler "
+        "(excluding Gender Trouble) differ in their conceptualization of gender?",
+        '"How do the feminist perspectives of Simone de Beauvoir and Judith Butler differ in their '
+        'conceptualization of gender" AND NOT "The Second Sex" AND NOT "Gender Trouble"',
+    ),
+    (
+        "What distinguishes artificial intelligence (excluding Superintelligence: Paths, Dangers, Strategies) from "
+        "human intelligence (excluding Thinking, Fast and Slow)?",
+        '"What distinguishes artificial intelligence from human intelligence" AND NOT "Superintelligence: Paths, '
+        'Dangers, Strategies" AND NOT "Thinking, Fast and Slow"',
+    ),
+    (
+        'What are Dan Aykroyd\'s accomplishments outside of his involvement with "Saturday Night Live," and what '
+        "are the contributions of Adrien-Marie Legendre outside of his association with the École Militaire?",
+        '"What are Dan Aykroyd\'s accomplishments and what are the contributions of Adrien-Marie Legendre" '
+        'AND NOT "his involvement with \\"Saturday Night Live\\"" AND NOT "his association with the École Militaire"',
+    ),
+    (
+        "Provide an introduction to Trento without the Dolomites.",
+        '"Provide an introduction to Trento" AND NOT "the Dolomites"',
+    ),
+]
+
+ITALIAN = [
+    (
+        "Quali sono i benefici della vitamina D oltre alla salute delle ossa?",
+        '"Quali sono i benefici della vitamina D" AND NOT "salute delle ossa"',
+    ),
+    ("Cure per l'emicrania tranne i triptani", '"Cure per l\'emicrania" AND NOT "i triptani"'),
+    (
+        "Effetti collaterali delle statine, esclusi il dolore muscolare e i danni al fegato",
+        '"Effetti collaterali delle statine" AND NOT "il dolore muscolare" AND NOT "i danni al fegato"',
+    ),
+    (
+        "A parte l'ibuprofene, cosa posso prendere per il mal di schiena?",
+        '"cosa posso prendere per il mal di schiena" AND NOT "l\'ibuprofene"',
+    ),
+    ("Rimedi per l'insonnia senza parlare di farmaci", '"Rimedi per l\'insonnia" AND NOT "farmaci"'),
+    ("Descrivi il diabete senza l'insulina", '"Descrivi il diabete" AND NOT "l\'insulina"'),
+    ("Ho mal di testa ma non la febbre, cosa può essere?", '"Ho mal di testa, cosa può essere" AND NOT "la febbre"'),
+    (
+        "Non la dieta ma l'esercizio fisico aiuta il diabete?",
+        '"l\'esercizio fisico aiuta il diabete" AND NOT "la dieta"',
+    ),
+    ("Vitamine eccetto la vitamina C", '"Vitamine" AND NOT "la vitamina C"'),
+    ("Quali esercizi per l'asma invece dei farmaci?", '"Quali esercizi per l\'asma" AND NOT "farmaci"'),
+    ("Benefici del tè verde diversi dalla perdita di peso", '"Benefici del tè verde" AND NOT "perdita di peso"'),
+    ("Terapie per il diabete escluso l'insulina", '"Terapie per il diabete" AND NOT "l\'insulina"'),
+    ("Farmaci per l'asma salvo i cortisonici", '"Farmaci per l\'asma" AND NOT "i cortisonici"'),
+    (
+        "Cosa mangiare in gravidanza, escludendo il pesce crudo",
+        '"Cosa mangiare in gravidanza" AND NOT "il pesce crudo"',
+    ),
+    ("Sintomi dell'influenza ad eccezione della febbre", '"Sintomi dell\'influenza" AND NOT "febbre"'),
+    ("Benefici della vitamina D ma non per le ossa", '"Benefici della vitamina D" AND NOT "per le ossa"'),
+]
+
+NOT_LOGICAL = [
+    "Is it safe to drink coffee when pregnant?",
+    "What are the symptoms of diabetes?",
+    "Can I take ibuprofen without food?",
+    "Can you have diabetes without symptoms?",
+    "Which foods are high in vitamin D and calcium?",
+    "Is it not only sugar but also fat that matters?",
+    "Symptoms including but not limited to fever",
+    "What should I do if my child does not sleep but cries?",
+    "I have asthma but not always at night",
+    "Posso bere caffè in gravidanza?",
+    "dieta senza glutine per celiaci",
+    "Si può avere il diabete senza sintomi?",
+    "Non solo il diabete ma anche l'ipertensione",
+    "Ma non so se è grave",
+    "Siamo in tre, non abbiamo mai capito come abbiano fatto a infestarci, ma mi chiedevo se lavare i vestiti basti",
+    "Apart from that, I feel fine.",
+    "",
+    "   ",
+]
+
+
+@pytest.mark.parametrize(("question", "query"), ENGLISH)
+def test_english_exclusions(question, query):
+    found = detect(question)
+    assert found is not None
+    assert to_string(found) == query
+    assert parse(query) == found  # the output is a valid, canonical query
+
+
+@pytest.mark.parametrize(("question", "query"), ITALIAN)
+def test_italian_exclusions(question, query):
+    found = detect(question)
+    assert found is not None
+    assert to_string(found) == query
+
+
+@pytest.mark.parametrize("question", NOT_LOGICAL)
+def test_questions_without_logical_structure_are_routed_away(question):
+    assert detect(question) is None
+
+
+def test_analysis_reports_positive_text_negatives_cues_and_language():
+    found = analyse("Effetti collaterali delle statine, esclusi il dolore muscolare e i danni al fegato")
+    assert found is not None
+    assert found.positive == "Effetti collaterali delle statine"
+    assert found.negatives == ("il dolore muscolare", "i danni al fegato")
+    assert found.cues == ("esclusi",)
+    assert found.language == "it"
+    en = analyse("What are the benefits of vitamin D, excluding bone health?")
+    assert en is not None and en.language == "en" and en.cues == ("excluding",)
+
+
+def test_titles_and_shared_heads_are_not_split_but_lists_are():
+    assert detect("Love in Wuthering Heights, without mentioning Heathcliff and Catherine's relationship") == parse(
+        '"Love in Wuthering Heights" AND NOT "Heathcliff and Catherine\'s relationship"'
+    )
+    assert detect("Fate in Wuthering Heights, excluding the deaths of Catherine and Heathcliff") == parse(
+        '"Fate in Wuthering Heights" AND NOT "the deaths of Catherine and Heathcliff"'
+    )
+    assert detect("Sartre's works (excluding Being and Nothingness)") == parse(
+        '"Sartre\'s works" AND NOT "Being and Nothingness"'
+    )
+    assert detect(
+        "the impact of wealth in The Great Gatsby, excluding Gatsby's wealth and his lavish parties"
+    ) == parse('"the impact of wealth in The Great Gatsby" AND NOT "Gatsby\'s wealth" AND NOT "his lavish parties"')
+
+
+NEGCONSTRAINT = Path(__file__).resolve().parents[2] / "shared" / "data" / "negconstraint" / "queries.jsonl"
+
+
+@pytest.mark.skipif(not NEGCONSTRAINT.exists(), reason="shared NegConstraint data not present")
+def test_negconstraint_coverage_is_complete():
+    """Every NegConstraint question is recognised, with at least one negative and a non-empty positive."""
+    rows = [json.loads(line) for line in NEGCONSTRAINT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    found = [analyse(r["text"]) for r in rows]
+    assert len(rows) == 180
+    assert all(f is not None for f in found)
+    assert all(f.negatives and len(f.positive) > 10 for f in found if f is not None)

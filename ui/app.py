@@ -1,0 +1,144 @@
+"""One FastAPI app on 127.0.0.1: `/` patient chat, `/review` clinician review, `/evaluate` Likert evaluation,
+`/login` and `/logout`, `/healthz`. Built by `chatbot serve` (and by the tests, in-process)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from chatbot.memory import CertifiedMemory
+from chatbot.store import auth, evals, repo
+from chatbot.store.db import Store, open_store
+
+log = logging.getLogger(__name__)
+
+
+class AppState:
+    """What every page shares: settings, pipeline services, the database and the answer memory."""
+
+    def __init__(
+        self, settings: Any, services: Any = None, store: Store | None = None, memory_embedder: Any = None
+    ) -> None:
+        from chatbot.pipeline import Services
+
+        self.settings = settings
+        self.services = services or Services(settings)
+        self.store = store or open_store(settings)
+        self.memory = CertifiedMemory(self.store, self.services, memory_embedder)
+
+    def pipeline_choices(self) -> list[str]:
+        from chatbot.pipeline import pipeline_names
+
+        return pipeline_names()
+
+    def pipeline_config(self, pipeline: str) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "pipeline": pipeline,
+            "embedding": s.embedding.model_dump(mode="json"),
+            "retrieval": s.retrieval.model_dump(mode="json"),
+            "rerank": s.rerank.model_dump(mode="json"),
+            "llm_model": s.llm.model,
+            "collection": self.services.collection_name,
+        }
+
+    def create_session(self, name: str, questions: list[dict[str, Any]], pipelines: list[str], who=None) -> int:
+        """Generate every (question, pipeline) answer once, through the pipeline only (no memory), and freeze."""
+        from chatbot.answer import answer
+        from chatbot.pipeline import get_pipeline
+
+        for p in pipelines:
+            get_pipeline(p)  # unknown names fail before any work
+        return evals.create_session(
+            self.store,
+            name,
+            questions,
+            pipelines,
+            lambda text, p: answer(text, self.services, p),
+            who=who,
+            config={p: self.pipeline_config(p) for p in pipelines},
+        )
+
+
+def _housekeeping(state: AppState, stop: threading.Event) -> None:
+    """Retention purge and auth pruning at start, then hourly."""
+    while True:
+        try:
+            n = repo.purge_expired(state.store, state.settings.store.retention_days)
+            auth.prune_auth(state.store, state.settings.server)
+            if n:
+                log.info("retention: deleted %d conversations", n)
+        except Exception:  # never let housekeeping kill the server
+            log.exception("housekeeping failed")
+        if stop.wait(3600):
+            return
+
+
+def create_app(
+    settings: Any, services: Any = None, store: Store | None = None, warm: bool = True, memory_embedder: Any = None
+):
+    import gradio as gr
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    from ui.evaluate import build_evaluate_app
+    from ui.patient import CSS, build_patient_app
+    from ui.review import build_review_app
+    from ui.security import PROTECTED, AccessGate, add_login_routes, gradio_user
+
+    state = AppState(settings, services, store, memory_embedder)
+    if warm:  # load models and build lazy indexes now, not on the first patient's question
+        from chatbot.answer import answer
+
+        try:
+            answer("How much folic acid should I take?", state.services, settings.retrieval.pipeline)
+        except Exception:  # e.g. no index yet: the page still serves, and says so per question
+            log.exception("warm-up answer failed")
+        if settings.store.memory_enabled:
+            state.memory.vector("warm up")
+    app = FastAPI(title="Certified chatbot", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.chatbot = state
+    add_login_routes(app, state)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz():
+        return JSONResponse({"ok": True, **repo.counts(state.store)})
+
+    common = dict(footer_links=[], run_history=False, ssr_mode=False, mcp_server=False, show_error=True)
+    review = build_review_app(state)
+    evaluate = build_evaluate_app(state)
+    patient = build_patient_app(state)
+    gr.mount_gradio_app(
+        app,
+        review,
+        path="/review",
+        auth_dependency=gradio_user(state, PROTECTED["/review"]),
+        max_file_size="2mb",
+        **common,
+    )
+    gr.mount_gradio_app(
+        app,
+        evaluate,
+        path="/evaluate",
+        auth_dependency=gradio_user(state, PROTECTED["/evaluate"]),
+        max_file_size="2mb",
+        **common,
+    )
+    gr.mount_gradio_app(app, patient, path="/", css=CSS, max_file_size=0, **common)
+    app.add_middleware(AccessGate, state=state)
+
+    stop = threading.Event()
+    threading.Thread(target=_housekeeping, args=(state, stop), daemon=True, name="housekeeping").start()
+    app.state.stop_housekeeping = stop
+    return app
+
+
+def serve(settings: Any, host: str | None = None, port: int | None = None) -> None:
+    import uvicorn
+
+    host = host or settings.server.host
+    port = port or settings.server.port
+    app = create_app(settings)
+    print(f"serving on http://{host}:{port}/  (/review, /evaluate, /login)", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)

@@ -1,0 +1,62 @@
+"""The patient page's own words in the patient's language (English and Italian; English otherwise)."""
+
+from __future__ import annotations
+
+import re
+
+STRINGS = {
+    "en": {
+        "disclaimer": "This assistant answers only with texts checked by clinicians and shows where each answer "
+        "comes from. It does not replace a doctor or midwife. **In an emergency call 112 / 999 / 911.**",
+        "sources": "Sources",
+        "demo": "DEMO content: this answer comes from demonstration texts that no clinician has certified.",
+        "urgent": "This may need urgent care. Call your emergency number (112 / 999 / 911) or go to the nearest "
+        "emergency department now.",
+        "placeholder": "Type your question…",
+        "send": "Send",
+        "retention": "Your conversation is kept for {days} days so clinicians can check the answers; "
+        "no name, address or account is stored.",
+        "retention_forever": "Your conversation is kept so clinicians can check the answers; no name, address "
+        "or account is stored.",
+        "error": "Sorry, something went wrong while answering. Please try again.",
+        "memory": "Answer approved by a clinician.",
+    },
+    "it": {
+        "disclaimer": "Questo assistente risponde solo con testi verificati da clinici e mostra da dove viene ogni "
+        "risposta. Non sostituisce il medico o l'ostetrica. **In caso di emergenza chiama il 112.**",
+        "sources": "Fonti",
+        "demo": "Contenuto DEMO: questa risposta viene da testi dimostrativi non certificati da un clinico.",
+        "urgent": "Potrebbe servire assistenza urgente. Chiama il 112 o vai subito al pronto soccorso più vicino.",
+        "placeholder": "Scrivi la tua domanda…",
+        "send": "Invia",
+        "retention": "La conversazione è conservata per {days} giorni perché i clinici possano verificare le "
+        "risposte; non salviamo nome, indirizzo o account.",
+        "retention_forever": "La conversazione è conservata perché i clinici possano verificare le risposte; non "
+        "salviamo nome, indirizzo o account.",
+        "error": "Si è verificato un errore durante la risposta. Riprova.",
+        "memory": "Risposta approvata da un clinico.",
+    },
+}
+
+_IT = set(
+    "il lo la gli le un una che di da per non con come posso sono sei è mio mia miei mie cosa quando quanto quanta "
+    "gravidanza incinta bambino bambina neonato allattamento febbre dolore mal devo può si ho ha della del delle "
+    "nella nel perché quali quale dopo prima".split()
+)
+_EN = set(
+    "the a an is are can i my what when how should do does to of in for it with baby pregnant pregnancy "
+    "have has be safe much many after before".split()
+)
+
+
+def detect_language(text: str) -> str:
+    """'it' or 'en' from common words (the pipeline's own `language`, when it gives one, wins)."""
+    words = re.findall(r"[a-zàèéìòù']+", text.lower())
+    it = sum(w in _IT for w in words)
+    en = sum(w in _EN for w in words)
+    return "it" if it > en else "en"
+
+
+def t(lang: str | None, key: str, **kw) -> str:
+    table = STRINGS.get((lang or "en")[:2], STRINGS["en"])
+    return table[key].format(**kw) if kw else table[key]

@@ -1,0 +1,272 @@
+"""Clinician review (/review): queue with filters, question/reply/links/full trace, per-link verdicts,
+approve/reject with a comment, better segments picked from the top-50, audit log. Clinicians and admins."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from chatbot.store import repo
+from ui.security import require
+
+ROLES = ("clinician", "admin")
+VERDICT_CHOICES = ["relevant", "not relevant"]
+FILTER_LABELS = {"Unreviewed": "unreviewed", "Flagged": "flagged", "Thumbs down": "thumbs_down", "All": "all"}
+
+
+def segments_by_id(services: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Text, title and fixed link of segments, read from the index (the certified source)."""
+    if not ids:
+        return {}
+    got = services.index.collection().get(ids=list(dict.fromkeys(ids)), include=["documents", "metadatas"])
+    out = {}
+    for sid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+        meta = meta or {}
+        out[sid] = {
+            "segment_id": sid,
+            "doc_id": meta.get("doc_id", sid.split("#")[0]),
+            "title": meta.get("title", ""),
+            "url": meta.get("source_url", ""),
+            "text": doc or "",
+            "demo": bool(meta.get("demo")),
+            "language": meta.get("language"),
+        }
+    return out
+
+
+def queue_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    out = []
+    for r in rows:
+        marks = "".join(
+            [
+                " [URGENT]" if r["urgent"] else "",
+                " [flagged]" if r["flagged"] and not r["urgent"] else "",
+                " [thumbs down]" if r["feedback"] == -1 else " [thumbs up]" if r["feedback"] == 1 else "",
+                " [memory]" if r["answered_by"] == "memory" else "",
+            ]
+        )
+        q = r["question"] if len(r["question"]) <= 90 else r["question"][:87] + "…"
+        out.append((f"#{r['id']} · {q} · {r['status']} · {r['review_state']}{marks}", r["id"]))
+    return out
+
+
+def detail_markdown(turn: dict[str, Any]) -> str:
+    links = (
+        "\n".join(
+            f"{i}. [{link['title']}]({link['url']}) — `{link['segment_id']}`" for i, link in enumerate(turn["links"], 1)
+        )
+        or "_no links_"
+    )
+    trace = turn["trace"] or {}
+    memory = trace.get("memory") or {}
+    lines = [
+        f"### Turn #{turn['id']} · {turn['created_at']}",
+        f"**Status:** {turn['status']} · **urgent:** {turn['urgent']} · **answered by:** {turn['answered_by']}"
+        f" · **pipeline:** {turn['pipeline']} · **feedback:** {turn['feedback']} · **review:** {turn['review_state']}",
+        f"**Question:** {turn['question']}",
+        f"**Reply:**\n\n> {turn['reply'].replace(chr(10), chr(10) + '> ')}",
+        f"**Links:**\n{links}",
+    ]
+    if memory.get("approval_id"):
+        lines.append(
+            f"**Memory:** hit={memory.get('hit')} similarity={memory.get('similarity')} "
+            f"(threshold {memory.get('threshold')}), approval #{memory.get('approval_id')}: "
+            f"“{memory.get('approved_question')}”"
+        )
+    for key, value in trace.items():  # HyDoc, pre-retrieved context, ... (whatever text the pipeline traced)
+        if isinstance(value, str) and key not in ("pipeline", "embedding_model", "reranker", "answered_by"):
+            lines.append(f"**{key}:**\n\n```\n{value}\n```")
+    if turn["reviews"]:
+        lines.append("**Earlier reviews:** " + "; ".join(f"{r['decision']} ({r['comment']})" for r in turn["reviews"]))
+    return "\n\n".join(lines)
+
+
+def score_table(items: list[dict[str, Any]], segments: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for rank, item in enumerate(items, 1):
+        seg = segments.get(item.get("segment_id"), {})
+        scores = {k: v for k, v in item.items() if k not in ("segment_id", "doc_id") and isinstance(v, int | float)}
+        rows.append([rank, seg.get("title", item.get("doc_id", "")), json.dumps(scores), item.get("segment_id")])
+    return rows
+
+
+def build_review_app(state: Any):
+    services, store = state.services, state.store
+
+    def on_load(kind_label: str, request: gr.Request):
+        who = require(state, request, *ROLES)
+        rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+        header = f"Signed in as **{who.username}** ({who.role}) · [Log out](/logout)"
+        if who.role == "admin":
+            header += " · [Evaluation sessions](/evaluate/)"
+        audit_rows = _audit_rows() if who.role == "admin" else []
+        return (
+            header,
+            gr.update(choices=queue_choices(rows), value=None),
+            gr.update(visible=who.role == "admin"),
+            audit_rows,
+        )
+
+    def _audit_rows():
+        return [
+            [e["id"], e["at"], e["user"], e["action"], e["target"], json.dumps(e["detail"])[:300]]
+            for e in repo.audit_entries(store)
+        ]
+
+    def refresh(kind_label: str, request: gr.Request):
+        require(state, request, *ROLES)
+        rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+        return gr.update(choices=queue_choices(rows), value=None)
+
+    def open_turn(turn_id, request: gr.Request):
+        who = require(state, request, *ROLES)
+        if turn_id is None:  # the queue was refreshed: keep showing what the clinician just acted on
+            return tuple(gr.update() for _ in range(10))
+        empty_link = gr.update(visible=False, value=None)
+        turn = repo.get_turn(store, int(turn_id))
+        if turn is None:
+            raise gr.Error(f"No turn {turn_id}")
+        repo.audit_action(store, who, "review_view", "turn", turn["id"])
+        trace = turn["trace"] or {}
+        source = trace.get("pipeline_trace") if trace.get("answered_by") == "memory" else trace
+        candidates = (source or {}).get("candidates", [])
+        top = (source or {}).get("top", [])
+        segs = segments_by_id(services, [c["segment_id"] for c in candidates] + [t["segment_id"] for t in top])
+        link_updates = []
+        for i in range(3):
+            if i < len(turn["links"]):
+                link = turn["links"][i]
+                link_updates.append(gr.update(visible=True, value=None, label=f"Link {i + 1}: {link['title']}"))
+            else:
+                link_updates.append(empty_link)
+        picks = [
+            (
+                f"{rank}. {segs.get(c['segment_id'], {}).get('title', c.get('doc_id'))} — "
+                f"{segs.get(c['segment_id'], {}).get('text', '')[:140]}",
+                c["segment_id"],
+            )
+            for rank, c in enumerate(candidates, 1)
+        ]
+        return (
+            turn["id"],
+            detail_markdown(turn),
+            *link_updates,
+            gr.update(choices=picks, value=[]),
+            trace,
+            score_table(candidates, segs),
+            score_table(top, segs),
+            "",
+        )
+
+    def _verdicts(turn: dict[str, Any], v1, v2, v3) -> dict[str, bool]:
+        out = {}
+        for link, v in zip(turn["links"], (v1, v2, v3), strict=False):
+            if v in VERDICT_CHOICES:
+                out[link["segment_id"]] = v == "relevant"
+        return out
+
+    def act(decision: str):
+        def handler(turn_id, v1, v2, v3, picked, comment, kind_label, request: gr.Request):
+            who = require(state, request, *ROLES)
+            if turn_id is None:
+                raise gr.Error("Pick a question from the queue first.")
+            turn = repo.get_turn(store, int(turn_id))
+            if turn is None:
+                raise gr.Error(f"No turn {turn_id}")
+            verdicts = _verdicts(turn, v1, v2, v3)
+            picked_segs = list(segments_by_id(services, list(picked or [])).values())
+            picked_segs.sort(key=lambda s: (picked or []).index(s["segment_id"]))
+            approval = None
+            if decision == "approved":
+                if turn["status"] != "answered" and not picked_segs:
+                    raise gr.Error("Nothing to approve: pick segments from the top-50 first.")
+                approval = _approval(turn, verdicts, picked_segs)
+            if decision == "rejected" and not (comment or "").strip():
+                raise gr.Error("Please say why you reject the answer.")
+            result = repo.record_review(
+                store, who, int(turn_id), decision, comment or "", verdicts, picked_segs, approval
+            )
+            rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+            message = {
+                "approved": f"✅ Approved (approval #{result['approval_id']}): equivalent questions get this answer.",
+                "rejected": "❌ Rejected.",
+                "verdicts": "💾 Link verdicts saved.",
+                "flagged": "🚩 Flagged for follow-up.",
+            }[decision]
+            return message, gr.update(choices=queue_choices(rows), value=None)
+
+        return handler
+
+    def _approval(turn, verdicts, picked_segs) -> dict[str, Any]:
+        links = [{k: s[k] for k in ("title", "url", "segment_id")} for s in picked_segs]
+        reply = picked_segs[0]["text"] if picked_segs else turn["reply"]
+        docs = {s["doc_id"] for s in picked_segs}
+        for link in turn["links"]:  # keep the original links the clinician did not mark irrelevant
+            if len(links) >= 3:
+                break
+            doc = link["segment_id"].split("#")[0]
+            if verdicts.get(link["segment_id"], True) and doc not in docs and link not in links:
+                links.append(link)
+                docs.add(doc)
+        return {
+            "reply": reply,
+            "links": links[:3],
+            "segment_ids": [link["segment_id"] for link in links[:3]],
+            "urgent": bool(turn["urgent"]),
+            "demo_content": bool(turn["demo_content"]) or any(s["demo"] for s in picked_segs),
+            "language": turn["language"],
+            **state.memory.approval_fields(turn["question"]),
+        }
+
+    with gr.Blocks(title="Clinician review", analytics_enabled=False) as demo:
+        header = gr.Markdown("", elem_id="who")
+        with gr.Tab("Review queue"):
+            with gr.Row():
+                kind = gr.Radio(list(FILTER_LABELS), value="Unreviewed", label="Show", elem_id="queue-filter")
+                refresh_btn = gr.Button("Refresh", elem_id="refresh", scale=0)
+            queue = gr.Radio([], label="Answered questions (newest first)", elem_id="queue")
+            turn_state = gr.State(None)
+            detail = gr.Markdown("_Pick a question above._", elem_id="detail")
+            with gr.Row():
+                links = [
+                    gr.Radio(VERDICT_CHOICES, label=f"Link {i + 1}", visible=False, elem_id=f"verdict-{i}")
+                    for i in range(3)
+                ]
+            with gr.Accordion("Pick better segments from the top-50", open=False):
+                picked = gr.CheckboxGroup(
+                    [], label="Better segments (the first picked becomes the reply)", elem_id="picked"
+                )
+            comment = gr.Textbox(label="Comment", lines=2, elem_id="comment")
+            with gr.Row():
+                b_verdicts = gr.Button("Save link verdicts", elem_id="save-verdicts")
+                b_approve = gr.Button("Approve", variant="primary", elem_id="approve")
+                b_reject = gr.Button("Reject", variant="stop", elem_id="reject")
+                b_flag = gr.Button("Flag", elem_id="flag")
+            message = gr.Markdown("", elem_id="review-message")
+            with gr.Accordion("Full trace", open=False):
+                gr.Markdown("Top-3 (final, with rerank scores)")
+                top_table = gr.Dataframe(headers=["rank", "title", "scores", "segment_id"], interactive=False)
+                gr.Markdown("Top-50 candidates (retrieval, with scores)")
+                cand_table = gr.Dataframe(headers=["rank", "title", "scores", "segment_id"], interactive=False)
+                trace_json = gr.JSON(label="trace")
+        with gr.Tab("Audit log", visible=False) as audit_tab:
+            audit_table = gr.Dataframe(headers=["id", "at", "user", "action", "target", "detail"], interactive=False)
+
+        hidden = dict(api_visibility="private")
+        demo.load(on_load, [kind], [header, queue, audit_tab, audit_table], **hidden)
+        kind.change(refresh, [kind], [queue], **hidden)
+        refresh_btn.click(refresh, [kind], [queue], **hidden)
+        detail_outputs = [turn_state, detail, *links, picked, trace_json, cand_table, top_table, message]
+        queue.change(open_turn, [queue], detail_outputs, **hidden)
+        inputs = [turn_state, *links, picked, comment, kind]
+        for btn, decision in (
+            (b_verdicts, "verdicts"),
+            (b_approve, "approved"),
+            (b_reject, "rejected"),
+            (b_flag, "flagged"),
+        ):
+            btn.click(act(decision), inputs, [message, queue], **hidden)
+    demo.queue(api_open=False, default_concurrency_limit=4)
+    return demo
