@@ -114,22 +114,16 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
-    """Build (or reuse, when corpus content and model are unchanged) the index for data/corpus.jsonl."""
-    from chatbot.index import MissingIndexError
+    """Sync the index with data/corpus.jsonl. Incremental: on an index that is already complete nothing is
+    embedded, and an index left half-built by an interrupted run is completed rather than trusted."""
     from chatbot.ingest import ingest_paths
 
-    try:
-        count = services.index.count()
-        if count:
-            return {"reused": True, "segments": count}
-    except MissingIndexError:
-        pass
     # Benchmark records without a link get a placeholder (never served to patients).
     placeholder = f"https://benchmark.invalid/{data.name}/{{id}}"
     summary = ingest_paths(
         [data / "corpus.jsonl"], services, log=log, desc=f"indexing {data.name}", default_url=placeholder
     )
-    return {"reused": False, **summary}
+    return {"reused": summary["embedded"] == 0, **summary}
 
 
 def evaluate(
