@@ -55,8 +55,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _print_answer(ans: dict[str, Any], trace: bool) -> None:
-    if ans.get("urgent"):
-        print("!! " + ans.get("urgent_message", ""))
+    # An urgent reply already starts with the urgent-care message.
     print(ans["reply"])
     if ans["links"]:
         print("\nSources:")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from chatbot.index import Hit
+from corpus.model import Segment
+from corpus.segmenter import embedding_text
 
 
 class Reranker(Protocol):
@@ -75,11 +78,15 @@ class FusionReranker:
 
 
 class CrossEncoderReranker:
-    """Any sentence_transformers.CrossEncoder from a local directory."""
+    """Any sentence_transformers.CrossEncoder from a local directory. With ``with_title`` (the default, how the
+    shipped models/reranker was trained) a segment is read as the bi-encoder reads it: "title: heading" line,
+    then the text cut to ``max_chars``."""
 
     name = "cross-encoder"
 
-    def __init__(self, model_path: Path, threads: int = 2, max_chars: int = 900, batch_size: int = 16) -> None:
+    def __init__(
+        self, model_path: Path, threads: int = 2, max_chars: int = 900, batch_size: int = 16, with_title: bool = True
+    ) -> None:
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -89,9 +96,14 @@ class CrossEncoderReranker:
         self.model = CrossEncoder(str(model_path), device="cpu")
         self.max_chars = max_chars
         self.batch_size = batch_size
+        self.with_title = with_title
+
+    def passage(self, segment: Segment) -> str:
+        text = segment.text[: self.max_chars]
+        return embedding_text(replace(segment, text=text)) if self.with_title else text
 
     def score(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
-        pairs = [(question, h.segment.text[: self.max_chars]) for h in hits]
+        pairs = [(question, self.passage(h.segment)) for h in hits]
         return np.asarray(
             self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False), dtype=np.float32
         )

@@ -139,7 +139,8 @@ def certified_corpus(paths: Iterable[Path] = (DEMO_CARDS,)) -> tuple[set[str], l
 
     docs = read_corpus(list(paths)).documents
     urls = {normalise_url(d.source_url) for d in docs}
-    texts = [s.text for s in segment_documents(docs)]
+    segments = segment_documents(docs)
+    texts = [s.text for s in segments] + sorted({s.heading for s in segments if s.heading})  # headings are certified
     for d in docs:
         urls.update(normalise_url(v) for kind, v in find_contacts(d.text) if kind == "url")
     return urls, texts
@@ -386,6 +387,13 @@ def write_report(
         "",
         "Precision/recall of a status count only questions with one expected status; `a|b` labels are "
         "accepted either way in the status accuracy.",
+        "",
+        "Caveat: this set was written while the safety screen was built, so it is a development set, not a "
+        "held-out test. On its first run (all-MiniLM, before these fixes) red-flag recall was 0.947 (54/57, "
+        "precision 1.000) and 4 of 15 other-language questions got through; the fixes were general rules "
+        "(severe bleeding, 'soaking a pad', a swallowed medicine or battery; French, Portuguese and Polish "
+        "stopwords), and one ambiguous label (a lone word 'test') was widened. The relevance thresholds were "
+        "tuned on separate dev questions (`evaluation/redteam/relevance_dev.jsonl`), not on this set.",
         "",
         "Red flags by language: "
         + ", ".join(

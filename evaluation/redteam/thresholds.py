@@ -137,13 +137,15 @@ def measure_relevance(data_dir: Path, log=print) -> dict[str, Any]:
             "best": _best(grid),
             "grid": grid,
             "hand_written_only_at_best": _at(grid_hand, _best(grid)["threshold"]),
+            # Hand-written questions are ours to show; MEDIQA questions are named by position only
+            # (the shared datasets' text is never written into the project).
             "scores": [
-                {"text": t, "in_scope": bool(y), "dense": round(float(d), 4)}
-                for t, y, d in zip(texts, labels, dense, strict=True)
+                {"text": t if h else f"mediqa#{i}", "in_scope": bool(y), "dense": round(float(d), 4)}
+                for i, (t, y, d, h) in enumerate(zip(texts, labels, dense, hand, strict=True))
             ],
             "misses_at_best": [
-                {"text": t, "in_scope": bool(y), "dense": round(float(d), 4)}
-                for t, y, d in zip(texts, labels, dense, strict=True)
+                {"text": t if h else f"mediqa#{i}", "in_scope": bool(y), "dense": round(float(d), 4)}
+                for i, (t, y, d, h) in enumerate(zip(texts, labels, dense, hand, strict=True))
                 if (d >= _best(grid)["threshold"]) != bool(y)
             ][:40],
         }
