@@ -200,9 +200,9 @@ class LLMSettings(_Group):
     threads: int = Field(
         default=1,
         ge=1,
-        description="CPU threads of the embedded server. 1: on this 2-core box shared with other jobs "
-        "(load 5-6), Qwen 1.5B wrote 6.4 tokens/s with 1 thread but 0.6-0.9 with 2 (llama.cpp's threads "
-        "spin-wait on each other when the OS deschedules one); on a quiet box 2 threads write ~16 tokens/s.",
+        description="CPU threads of the embedded server. 1 on this 2-core box shared with other jobs: Qwen "
+        "1.5B wrote 16-19 tokens/s with 1 thread at load ~2 but 1.4-2.8 with 2 (llama.cpp's threads spin-wait "
+        "on each other when the OS deschedules one); at load 5-6, 6.4 vs 0.6-0.9. Try 2+ only on idle cores.",
     )
     autostart: bool = Field(
         default=True,
