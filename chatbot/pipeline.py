@@ -141,20 +141,23 @@ def rerank_stage(question: str, candidates: list[Hit], services: Services, timin
     return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None))
 
 
-@register_pipeline("bm25")
-def bm25_pipeline(question: str, services: Services) -> RetrievalResult:
+def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:
+    """One retriever (``services.bm25`` or ``services.dense``), no reranking."""
     timings: dict[str, float] = {}
-    candidates = timed(timings, "bm25", lambda: services.bm25(question, services.settings.retrieval.top_k))
+    retriever = services.bm25 if stage == "bm25" else services.dense
+    candidates = timed(timings, stage, lambda: retriever(question, services.settings.retrieval.top_k))
     ranked = best_per_document(candidates)
     return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
+
+
+@register_pipeline("bm25")
+def bm25_pipeline(question: str, services: Services) -> RetrievalResult:
+    return _first_stage_only("bm25", question, services)
 
 
 @register_pipeline("dense")
 def dense_pipeline(question: str, services: Services) -> RetrievalResult:
-    timings: dict[str, float] = {}
-    candidates = timed(timings, "retrieve", lambda: services.dense(question, services.settings.retrieval.top_k))
-    ranked = best_per_document(candidates)
-    return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings)
+    return _first_stage_only("retrieve", question, services)
 
 
 @register_pipeline("naive")

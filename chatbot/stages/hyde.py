@@ -200,7 +200,11 @@ def generate_zero_shot(question: str, llm: Any, cfg) -> Generation:
     """hyde: ``cfg.samples`` HyDocs from the question alone."""
     prompt = load_prompt("hyde_zero_shot")
     messages = prompt.messages(language=cfg.corpus_language, words=words_for(cfg.max_tokens), question=question)
-    gen = Generation([])
+    return _sample_hydocs(Generation([]), llm, messages, cfg)
+
+
+def _sample_hydocs(gen: Generation, llm: Any, messages: list, cfg) -> Generation:
+    """``cfg.samples`` plain HyDocs for ``messages``; a failed first sample raises, later ones are noted."""
     for i in range(cfg.samples):
         temperature, kw = _sample_kw(i, cfg)
         try:
@@ -230,18 +234,7 @@ def generate_cot(question: str, context: str, llm: Any, cfg) -> Generation:
         messages = load_prompt("cot_hydoc").messages(
             language=cfg.corpus_language, words=words, context=context, analysis=analysis_text, question=question
         )
-        for i in range(cfg.samples):
-            temperature, kw = _sample_kw(i, cfg)
-            try:
-                raw, stats = call_llm(llm, messages, cfg.max_tokens, temperature, **kw)
-                gen.raw.append(raw)
-                gen.calls.append({"step": f"hydoc[{i}]", **stats})
-                gen.hydocs.append(clean_hydoc(raw, cfg.min_words))
-            except Exception as exc:
-                if i == 0:
-                    raise
-                gen.errors.append(f"sample {i}: {type(exc).__name__}: {exc}")
-        return gen
+        return _sample_hydocs(gen, llm, messages, cfg)
 
     messages = load_prompt("cot_one_call").messages(
         language=cfg.corpus_language, words=words, context=context, question=question
