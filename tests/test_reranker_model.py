@@ -81,6 +81,26 @@ def test_question_type_matters(reranker):
     assert _order(reranker, question, [DIABETES_DEFINITION, DIABETES_TREATMENT]) == [1, 0]
 
 
+def test_reads_title_and_heading(reranker):
+    """Trained on 'title: heading' + text, as the bi-encoder reads segments: the heading tells sections apart."""
+
+    def section(i: int, heading: str, text: str) -> Hit:
+        segment = Segment(
+            id=f"t{i}", doc_id=f"t{i}", text=text, title="Asthma", heading=heading, source_url="", position=0
+        )
+        return Hit(segment, 0.0)
+
+    hits = [
+        section(0, "Treatment", "Inhaled corticosteroids give long-term control; quick-relief inhalers stop attacks."),
+        section(1, "Symptoms", "Common signs are wheezing, coughing and chest tightness, often worse at night."),
+    ]
+    assert reranker.passage(hits[1].segment).startswith("Asthma: Symptoms\n")
+    symptoms = reranker.score("What are the symptoms of asthma?", hits)
+    treatment = reranker.score("How is asthma treated?", hits)
+    assert symptoms[1] > symptoms[0]
+    assert treatment[0] > treatment[1]
+
+
 def test_missing_directory_raises():
     from chatbot.stages.rerank import CrossEncoderReranker
 

@@ -2,7 +2,9 @@
 
 `chatbot train reranker -- [options]`. Only queries of the *train* split (``evaluation.splits``) are used;
 15% of them (by id) are held out for validation. Passages are product-sized segments (``split_text``, 900
-chars); hard negatives are mined with our bi-encoder over a per-corpus candidate pool (embeddings cached).
+chars) read as "title: heading" line + text, as ``CrossEncoderReranker`` reads them; hard negatives are mined
+with our bi-encoder over a per-corpus candidate pool (vectors cached under /tmp). Default loss: listwise
+softmax over one positive, 3 hard negatives and 1 in-batch negative. See models/reranker/README.md.
 """
 
 from __future__ import annotations
@@ -370,9 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root", type=Path, default=PROJECT_ROOT.parent / "shared" / "data")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "models" / "reranker")
     p.add_argument("--epochs", type=float, default=1.0)
-    p.add_argument("--max-pairs", type=int, default=5000, help="cap on training pairs (uniform sample)")
+    p.add_argument("--max-pairs", type=int, default=8000, help="cap on (question, passage) pairs per epoch")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--max-length", type=int, default=192, help="word pieces per (question, segment) pair")
+    p.add_argument("--max-length", type=int, default=128, help="word pieces per (question, segment) pair")
     p.add_argument(
         "--serve-max-length", type=int, default=256, help="max_length saved with the model (what the product uses)"
     )
@@ -384,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pool-random", type=int, default=600, help="random extra docs per MedQuAD/NegConstraint pool")
     p.add_argument("--val-per-group", type=int, default=60, help="validation queries per dataset, at most")
     p.add_argument("--val-candidates", type=int, default=15, help="bi-encoder segments reranked per val query")
-    p.add_argument("--evals-per-epoch", type=int, default=2)
+    p.add_argument("--evals-per-epoch", type=int, default=3)
     p.add_argument("--no-italian", action="store_true", help="leave out the Italian MEDIQA questions")
     p.add_argument("--no-title", action="store_true", help="passages without their 'title: heading' line")
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
@@ -559,3 +561,6 @@ def save_compact(model, out: Path) -> None:
         if key in config:
             config[key] = "float32"
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    for path in out.iterdir():
+        if path.is_file():
+            path.chmod(0o644)
