@@ -40,13 +40,25 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from chatbot.index import IndexError_
     from chatbot.ingest import ingest_paths
     from chatbot.pipeline import Services
     from corpus.importers import CorpusError
 
     services = Services(_settings(), collection=args.collection)
+    if args.rebuild:
+        try:
+            services.client.delete_collection(services.collection_name)
+        except Exception:  # absent already: nothing to drop
+            pass
     try:
         summary = ingest_paths([Path(p) for p in args.paths], services, strict=args.strict, quiet=args.quiet)
+    except IndexError_ as exc:
+        print(
+            f"error: {exc} (or run `chatbot ingest --rebuild ...` to rebuild it with the current model)",
+            file=sys.stderr,
+        )
+        return 3
     except (CorpusError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -201,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", default=None, help="Chroma collection (default: settings index.collection)")
     p.add_argument("--strict", action="store_true", help="abort on the first malformed record")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing the model)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("ask", help="answer a question from the certified corpus")

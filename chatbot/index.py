@@ -175,9 +175,11 @@ class SegmentIndex:
         segments: Sequence[Segment],
         batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
+        planned: Callable[[int], None] | None = None,
     ) -> IngestReport:
         """Make the collection hold exactly ``segments``: embed only new texts, update changed
-        metadata in place, delete segments that are gone."""
+        metadata in place, delete segments that are gone. ``planned`` hears how many will be embedded
+        (before any is), ``progress`` how many each batch embedded."""
         import time
 
         start = time.perf_counter()
@@ -193,6 +195,8 @@ class SegmentIndex:
 
         # The id pins only the text; the vector also reads title and heading (embedding_text).
         to_embed = [s for s in segments if s.id not in existing or _vector_outdated(existing[s.id], s)]
+        if planned:
+            planned(len(to_embed))
         stale = [
             s
             for s in segments

@@ -34,7 +34,14 @@ def ingest_paths(
         raise ValueError("no valid documents found; nothing ingested")
     segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
     with tqdm(total=len(segments), desc=desc, unit="seg", file=sys.stderr, disable=quiet, mininterval=5) as bar:
-        report = services.index.sync(segments, batch_size=settings.index.batch_size, progress=bar.update)
+
+        def set_total(n: int) -> None:
+            bar.total = n  # only what needs embedding: an unchanged corpus shows 0, not a stalled bar
+            bar.refresh()
+
+        report = services.index.sync(
+            segments, batch_size=settings.index.batch_size, progress=bar.update, planned=set_total
+        )
     rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
     return {
         **report.as_dict(),
