@@ -109,22 +109,15 @@ def create_app(
     review = build_review_app(state)
     evaluate = build_evaluate_app(state)
     patient = build_patient_app(state)
-    gr.mount_gradio_app(
-        app,
-        review,
-        path="/review",
-        auth_dependency=gradio_user(state, PROTECTED["/review"]),
-        max_file_size="2mb",
-        **common,
-    )
-    gr.mount_gradio_app(
-        app,
-        evaluate,
-        path="/evaluate",
-        auth_dependency=gradio_user(state, PROTECTED["/evaluate"]),
-        max_file_size="2mb",
-        **common,
-    )
+    for path, staff_app in (("/review", review), ("/evaluate", evaluate)):
+        gr.mount_gradio_app(
+            app,
+            staff_app,
+            path=path,
+            auth_dependency=gradio_user(state, PROTECTED[path]),
+            max_file_size="2mb",
+            **common,
+        )
     gr.mount_gradio_app(app, patient, path="/", css=CSS, max_file_size=0, **common)
     app.add_middleware(AccessGate, state=state)
 

@@ -383,6 +383,13 @@ def _llm_ms(timings: dict[str, float], gen: Generation) -> None:
         timings[name] = timings.get(name, 0.0) + float(call.get("ms", 0.0))
 
 
+def _prestart(llm: Any, timings: dict[str, float]) -> None:
+    """Start the LLM's server early when the client can (the embedded llama-server); timed."""
+    prestart = getattr(llm, "prestart", None)
+    if callable(prestart):
+        timed(timings, "llm_prestart", prestart)
+
+
 @register_pipeline("hyde")
 def hyde_pipeline(question: str, services: Services) -> RetrievalResult:
     """Zero-shot HyDoc → embed → top-k → rerank (against the question) → top-n."""
@@ -400,9 +407,7 @@ def hyde_pipeline(question: str, services: Services) -> RetrievalResult:
         info["cache"] = "miss" if cache else "off"
         llm = services.llm
         # Spawn the embedded server (when needed and down), then embed the question while it loads.
-        prestart = getattr(llm, "prestart", None)
-        if callable(prestart):
-            timed(timings, "llm_prestart", prestart)
+        _prestart(llm, timings)
         if services.settings.hyde.average_question:
             question_vector = timed(
                 timings,
@@ -449,9 +454,7 @@ def cot_pipeline(question: str, services: Services) -> RetrievalResult:
         llm = services.llm
         # Spawn the embedded server (when needed and down) before the pre-retrieval, so the model loads
         # while we search; the LLM call below waits for it to be healthy.
-        prestart = getattr(llm, "prestart", None)
-        if callable(prestart):
-            timed(timings, "llm_prestart", prestart)
+        _prestart(llm, timings)
 
         # (a) naive pre-retrieval; its candidates are also the fallback's, its question vector is reused
         # for the HyDoc + question average.
