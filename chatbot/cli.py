@@ -239,6 +239,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--split", choices=["all", "train", "test"], default="all", help="query split (evaluation/splits.py)"
     )
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="GROUP.FIELD=VALUE",
+        help="override one setting for this run (repeatable, validated like chatbot.toml), e.g. "
+        "--set hyde.samples=2, hyde.max_tokens=128, hyde.average_question=false, hyde.cot_calls=two, "
+        "hyde.rerank_with=question+hydoc; one command per variant makes a sweep (give each its own --name)",
+    )
     r.set_defaults(func=cmd_eval_retrieval)
     c = esub.add_parser("create", help="create a Likert evaluation session (answers generated once, frozen)")
     c.add_argument("name", help="session name (unique)")

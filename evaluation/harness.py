@@ -2,6 +2,14 @@
 
 Metrics come from ir_measures (trec_eval underneath); documents are scored at document level:
 a segment's hit counts for its document and every ranked list is deduplicated by document.
+
+Every report also splits the metrics by question type (``evaluative`` vs ``other``, the seed paper's
+split): the type comes from the query's own ``question_type`` or ``type`` field in queries.jsonl when it
+holds one of the known labels, else from the deterministic heuristic ``chatbot.stages.hyde.heuristic_type``.
+(MedQuAD's ``qtype`` is its own topic category, treatment/symptoms/..., not this type: it is not read.)
+
+``--set GROUP.FIELD=VALUE`` (repeatable) overrides one setting for the run, validated like the settings file,
+so an option sweep is one command per variant, e.g. ``--set hyde.samples=2 --name mediqa-hyde-s2``.
 """
 
 from __future__ import annotations
@@ -23,6 +31,18 @@ from evaluation.splits import split_of
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10")
 DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
+QUESTION_TYPES = ("evaluative", "other")
+TYPE_FIELDS = ("question_type", "type")
+_TYPE_LABELS = {
+    "evaluative": "evaluative",
+    "valutativa": "evaluative",
+    "valutativo": "evaluative",
+    "informational": "other",
+    "informativa": "other",
+    "informativo": "other",
+    "non-evaluative": "other",
+    "other": "other",
+}
 
 
 @dataclass
@@ -66,6 +86,47 @@ def load_judged(data: Path, limit: int | None = None, split: str = "all") -> Jud
     if limit is not None:
         queries = dict(list(queries.items())[:limit])
     return Judged(data.name, queries, {q: qrels[q] for q in queries}, {q: meta[q] for q in queries})
+
+
+def query_type(text: str, meta: dict[str, Any]) -> tuple[str, str]:
+    """(type, source): ``evaluative`` or ``other``, from a known label in the query's own metadata
+    (``metadata:<field>``) or else from the heuristic (``heuristic``)."""
+    from chatbot.stages.hyde import heuristic_type
+
+    for key in TYPE_FIELDS:
+        label = _TYPE_LABELS.get(str(meta.get(key, "")).strip().lower())
+        if label:
+            return label, f"metadata:{key}"
+    return ("evaluative" if heuristic_type(text) == "evaluative" else "other"), "heuristic"
+
+
+def apply_overrides(settings, items: Sequence[str]):
+    """Apply ``GROUP.FIELD=VALUE`` overrides in place, each validated by its settings group (unknown
+    names and bad values are errors). A VALUE starting with ``{`` or ``[`` (or ``null``) is read as JSON."""
+    for item in items:
+        key, sep, raw = item.partition("=")
+        group_name, dot, field = key.strip().partition(".")
+        if not sep or not dot or not field:
+            raise ValueError(f"--set {item!r}: expected GROUP.FIELD=VALUE, e.g. hyde.samples=2")
+        groups = type(settings).model_fields
+        if group_name not in groups:
+            raise ValueError(f"--set {item!r}: unknown settings group {group_name!r}; one of {', '.join(groups)}")
+        group = getattr(settings, group_name)
+        fields = type(group).model_fields
+        if field not in fields:
+            raise ValueError(f"--set {item!r}: {group_name} has no setting {field!r}; one of {', '.join(fields)}")
+        try:
+            value: Any = json.loads(raw) if raw.strip()[:1] in ("{", "[") or raw.strip() == "null" else raw
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--set {item!r}: invalid JSON value: {exc.msg}") from exc
+        try:
+            new = type(group).model_validate({**group.model_dump(), field: value})
+        except Exception as exc:  # pydantic.ValidationError: say which override and why, briefly
+            errors = getattr(exc, "errors", None)
+            reason = errors()[0]["msg"] if callable(errors) else str(exc)
+            raise ValueError(f"--set {item!r}: {reason}") from exc
+        setattr(settings, group_name, new)
+    return settings
 
 
 def compute_metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[str]]) -> dict[str, Any]:
@@ -148,13 +209,17 @@ def evaluate(
         key = corpus_key([data / "corpus.jsonl"], settings.embedding.model, f"{settings.corpus.segment_max_chars}")
         services = Services(settings, collection=f"eval-{key}")
     index_info = ensure_index(services, data, log)
+    types = {qid: query_type(text, judged.query_meta[qid]) for qid, text in judged.queries.items()}
 
     runs: dict[str, dict[str, list[str]]] = {}
     tops: dict[str, dict[str, list[dict[str, Any]]]] = {}
     latencies: dict[str, dict[str, list[float]]] = {}
+    totals: dict[str, dict[str, float]] = {}
+    fallbacks: dict[str, dict[str, int]] = {}
     for name in pipelines:
-        runs[name], tops[name], latencies[name] = {}, {}, {}
-        for qid, text in tqdm(judged.queries.items(), desc=name, unit="q", file=sys.stderr, mininterval=5):
+        runs[name], tops[name], latencies[name], totals[name], fallbacks[name] = {}, {}, {}, {}, {}
+        bar = tqdm(judged.queries.items(), desc=name, unit="q", file=sys.stderr, mininterval=5)
+        for qid, text in bar:
             start = time.perf_counter()
             result = run_pipeline(name, text, services)
             total = (time.perf_counter() - start) * 1000
@@ -162,8 +227,14 @@ def evaluate(
             tops[name][qid] = [
                 {"doc_id": h.segment.doc_id, "segment_id": h.segment.id, "score": round(h.score, 4)} for h in result.top
             ]
+            totals[name][qid] = total
             for stage, ms in {**result.timings_ms, "total": total}.items():
                 latencies[name].setdefault(stage, []).append(ms)
+            fallback = (result.info or {}).get("fallback")
+            if fallback:  # an LLM pipeline that fell back to naive: visible while it runs, counted in the report
+                kind = fallback.get("kind", "error")
+                fallbacks[name][kind] = fallbacks[name].get(kind, 0) + 1
+                bar.set_postfix(fallbacks=sum(fallbacks[name].values()), refresh=False)
 
     summary: dict[str, Any] = {"data": str(data), "queries": len(judged.queries), "pipelines": {}}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
@@ -177,6 +248,7 @@ def evaluate(
                 "p95": round(percentile(latencies[name]["total"], 95), 1),
             },
         }
+    summary["by_type"] = by_type(types, per_query, totals)
     stage_latency = {
         name: {
             stage: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)} for stage, v in lat.items()
@@ -185,7 +257,7 @@ def evaluate(
     }
     tests = paired_tests(per_query, "nDCG@10") + paired_tests(per_query, "P@3") if len(pipelines) > 1 else []
     rows = [
-        {"query_id": q, "pipeline": name, **per_query[name][q], "top": tops[name][q]}
+        {"query_id": q, "pipeline": name, "type": types[q][0], **per_query[name][q], "top": tops[name][q]}
         for name in pipelines
         for q in judged.queries
     ]
@@ -195,14 +267,45 @@ def evaluate(
         "tests": tests,
         "per_query": rows,
         "index": index_info,
+        "fallbacks": fallbacks,
         "settings": {
             "embedding": settings.embedding.model,
             "rerank": settings.rerank.model_dump(mode="json"),
             "top_k": settings.retrieval.top_k,
             "split": split,
             "limit": limit,
+            "llm": settings.llm.model,
+            "hyde": settings.hyde.model_dump(mode="json"),
         },
     }
+
+
+def by_type(
+    types: dict[str, tuple[str, str]],
+    per_query: dict[str, dict[str, dict[str, float]]],
+    totals: dict[str, dict[str, float]],
+) -> dict[str, Any]:
+    """Per question type: query count, where the types came from, and each pipeline's mean metrics and
+    latency over that type's queries only (no pipelines when a type has no query)."""
+    out: dict[str, Any] = {}
+    for qtype in QUESTION_TYPES:
+        qids = [q for q, (t, _) in types.items() if t == qtype]
+        sources: dict[str, int] = {}
+        for q in qids:
+            sources[types[q][1]] = sources.get(types[q][1], 0) + 1
+        pipes: dict[str, Any] = {}
+        for name, rows in per_query.items():
+            if not qids:
+                break
+            pipes[name] = {
+                **{m: round(float(np.mean([rows[q][m] for q in qids])), 4) for m in METRIC_NAMES},
+                "latency_ms": {
+                    "p50": round(percentile([totals[name][q] for q in qids], 50), 1),
+                    "p95": round(percentile([totals[name][q] for q in qids], 95), 1),
+                },
+            }
+        out[qtype] = {"queries": len(qids), "source": sources, "pipelines": pipes}
+    return out
 
 
 def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str) -> Path:
@@ -233,6 +336,36 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
             f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
             f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} |"
         )
+    types = summary.get("by_type", {})
+    if types:
+        counts = ", ".join(
+            f"{t} {v['queries']} ({', '.join(f'{s} {n}' for s, n in v['source'].items()) or 'none'})"
+            for t, v in types.items()
+        )
+        lines += [
+            "",
+            f"By question type (seed split; type from: {counts}):",
+            "",
+            "| type | n | pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for t, v in types.items():
+            if not v["pipelines"]:
+                lines.append(f"| {t} | 0 | (no query of this type) | | | | | |")
+            for p, s in v["pipelines"].items():
+                lines.append(
+                    f"| {t} | {v['queries']} | {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | "
+                    f"{s['MRR@10']:.4f} | {s['latency_ms']['p50']:.1f} |"
+                )
+    fell_back = {p: f for p, f in result.get("fallbacks", {}).items() if f}
+    if fell_back:
+        lines += [
+            "",
+            "LLM fallbacks to naive (these queries were answered by naive retrieval): "
+            + "; ".join(
+                f"{p} {sum(f.values())} ({', '.join(f'{k} {n}' for k, n in f.items())})" for p, f in fell_back.items()
+            ),
+        ]
     lines += ["", "Per-stage latency (ms, p50 / p95):", ""]
     for p, stages in result["stage_latency"].items():
         lines.append(f"- {p}: " + ", ".join(f"{st} {v['p50']:.1f} / {v['p95']:.1f}" for st, v in stages.items()))
@@ -262,6 +395,7 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
                 "stage_latency": result["stage_latency"],
                 "tests": result["tests"],
                 "index": result["index"],
+                "fallbacks": result.get("fallbacks", {}),
                 "settings": result["settings"],
                 "command": command,
             },
@@ -299,13 +433,19 @@ def command_line() -> str:
 
 
 def main_retrieval(args: argparse.Namespace) -> int:
+    from chatbot.settings import load_settings
+
     data: Path = args.data
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    overrides = list(getattr(args, "set", None) or [])
     try:
-        result = evaluate(data, args.pipelines or DEFAULT_PIPELINES, args.limit, getattr(args, "split", "all"), log=log)
+        settings = apply_overrides(load_settings(), overrides)
+        pipelines = args.pipelines or DEFAULT_PIPELINES
+        result = evaluate(data, pipelines, args.limit, getattr(args, "split", "all"), settings=settings, log=log)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    result["settings"]["overrides"] = overrides
     name = args.name or data.name
     command = command_line()
     report = write_report(result, args.out or RESULTS_DIR, name, command)

@@ -9,7 +9,19 @@ import pytest
 
 from chatbot.pipeline import Services
 from chatbot.settings import Settings
-from evaluation.harness import compute_metrics, evaluate, load_judged, paired_tests, write_report
+from evaluation import harness
+from evaluation.harness import (
+    apply_overrides,
+    by_type,
+    compute_metrics,
+    evaluate,
+    load_judged,
+    paired_tests,
+    query_type,
+    write_report,
+)
+from tests.conftest import FakeEmbedder
+from tests.fake_openai import FakeOpenAIServer
 
 
 def test_metrics_on_hand_made_runs_have_exact_values():
@@ -49,7 +61,7 @@ def test_paired_tests_report_identical_pipelines_as_p_one():
     ]
 
 
-def _beir(folder, docs, queries, qrels):
+def _beir(folder, docs, queries, qrels, meta=None):
     folder.mkdir()
     with (folder / "corpus.jsonl").open("w") as fh:
         for doc_id, text in docs.items():
@@ -58,7 +70,7 @@ def _beir(folder, docs, queries, qrels):
             )
     with (folder / "queries.jsonl").open("w") as fh:
         for qid, text in queries.items():
-            fh.write(json.dumps({"_id": qid, "text": text}) + "\n")
+            fh.write(json.dumps({"_id": qid, "text": text, **(meta or {}).get(qid, {})}) + "\n")
     lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{s}" for q, ds in qrels.items() for d, s in ds.items()]
     (folder / "qrels.tsv").write_text("\n".join(lines) + "\n")
     return folder
@@ -118,3 +130,205 @@ def test_evaluate_end_to_end_on_fake_vectors(tmp_path, fake_embedder):
     assert "| dense | 1.0000 | 0.3333 | 1.0000 | 1.0000 |" in report.read_text()
     assert (tmp_path / "out" / "tiny.png").stat().st_size > 0
     assert len((tmp_path / "out" / "tiny.per_query.jsonl").read_text().splitlines()) == 6
+
+
+# -- question-type split ---------------------------------------------------------------------------------
+
+DOCS = {
+    "d-asthma": "Asthma inhalers and asthma plans.",
+    "d-fever": "Fever in children: fever above 38C.",
+    "d-sleep": "Sleep hygiene helps sleep.",
+}
+
+
+def _typed_set(tmp_path):
+    """Two evaluative questions (one labelled in the data, one by the heuristic) and two others (one by the
+    heuristic despite a MedQuAD-style qtype, one labelled); q-mixed finds its document at rank 2."""
+    return _beir(
+        tmp_path / "typed",
+        DOCS,
+        {
+            "q-asthma": "asthma",
+            "q-fever": "Should I worry about a fever?",
+            "q-sleep": "sleep",
+            "q-mixed": "fever fever asthma",
+        },
+        {"q-asthma": {"d-asthma": 1}, "q-fever": {"d-fever": 1}, "q-sleep": {"d-sleep": 1}, "q-mixed": {"d-asthma": 1}},
+        meta={
+            "q-asthma": {"question_type": "evaluative"},
+            "q-sleep": {"qtype": "treatment"},
+            "q-mixed": {"type": "informational"},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "meta", "expected"),
+    [
+        ("asthma", {"question_type": "Evaluative"}, ("evaluative", "metadata:question_type")),
+        ("Why am I so tired?", {"type": "informational"}, ("other", "metadata:type")),
+        ("Why am I so tired?", {"qtype": "information"}, ("evaluative", "heuristic")),
+        ("What is asthma?", {"type": "unknown label"}, ("other", "heuristic")),
+    ],
+)
+def test_query_type_prefers_a_known_label_in_the_data_then_the_heuristic(text, meta, expected):
+    assert query_type(text, meta) == expected
+
+
+def test_every_report_splits_metrics_by_question_type(tmp_path, fake_embedder):
+    data = _typed_set(tmp_path)
+    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
+    services = Services(settings, collection="typed")
+    services.__dict__["embedder"] = fake_embedder
+
+    result = evaluate(data, ["dense"], settings=settings, services=services, log=lambda *a: None)
+
+    # q-mixed: query (asthma 1, fever 2) ranks d-fever, d-asthma, d-sleep: the relevant one at rank 2.
+    mixed_ndcg = 1 / math.log2(3)
+    assert result["summary"]["pipelines"]["dense"]["nDCG@10"] == round((3 + mixed_ndcg) / 4, 4)
+    types = result["summary"]["by_type"]
+    assert list(types) == ["evaluative", "other"]
+    assert types["evaluative"]["queries"] == 2
+    assert types["evaluative"]["source"] == {"metadata:question_type": 1, "heuristic": 1}
+    ev = types["evaluative"]["pipelines"]["dense"]
+    assert (ev["nDCG@10"], ev["P@3"], ev["R@50"], ev["MRR@10"]) == (1.0, 0.3333, 1.0, 1.0)
+    assert types["other"]["queries"] == 2
+    assert types["other"]["source"] == {"heuristic": 1, "metadata:type": 1}
+    other = types["other"]["pipelines"]["dense"]
+    assert (other["nDCG@10"], other["P@3"], other["R@50"], other["MRR@10"]) == (
+        round((1 + mixed_ndcg) / 2, 4),
+        0.3333,
+        1.0,
+        0.75,
+    )
+    assert set(other["latency_ms"]) == {"p50", "p95"}
+    assert {r["query_id"]: r["type"] for r in result["per_query"]} == {
+        "q-asthma": "evaluative",
+        "q-fever": "evaluative",
+        "q-sleep": "other",
+        "q-mixed": "other",
+    }
+
+    report = write_report(result, tmp_path / "out", "typed", "chatbot eval retrieval --data typed").read_text()
+    assert (
+        "type from: evaluative 2 (metadata:question_type 1, heuristic 1), other 2 (heuristic 1, metadata:type 1)"
+        in report
+    )
+    assert "| evaluative | 2 | dense | 1.0000 | 0.3333 | 1.0000 | 1.0000 |" in report
+    assert "| other | 2 | dense | 0.8155 | 0.3333 | 1.0000 | 0.7500 |" in report
+    saved = json.loads((tmp_path / "out" / "typed.summary.json").read_text())
+    assert saved["by_type"] == types
+    # The existing summary keys keep their shape beside the new one.
+    assert set(saved["pipelines"]["dense"]) == {"nDCG@10", "P@3", "R@50", "MRR@10", "latency_ms"}
+
+
+def test_a_type_without_queries_is_reported_empty():
+    out = by_type(
+        {"q1": ("other", "heuristic")}, {"p": {"q1": dict.fromkeys(harness.METRIC_NAMES, 1.0)}}, {"p": {"q1": 7.0}}
+    )
+
+    assert out["evaluative"] == {"queries": 0, "source": {}, "pipelines": {}}
+    assert out["other"]["pipelines"]["p"]["latency_ms"] == {"p50": 7.0, "p95": 7.0}
+
+
+# -- --set overrides ---------------------------------------------------------------------------------------
+
+
+def test_overrides_are_validated_and_typed():
+    settings = apply_overrides(
+        Settings(),
+        ["hyde.samples=2", "hyde.average_question=false", "hyde.rerank_with=question+hydoc", "hyde.max_tokens=128"],
+    )
+
+    assert settings.hyde.samples == 2
+    assert settings.hyde.average_question is False
+    assert settings.hyde.rerank_with == "question+hydoc"
+    assert settings.hyde.max_tokens == 128
+    assert settings.hyde.cot_calls == "one"  # untouched fields keep their value
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("hyde.samples", r"expected GROUP\.FIELD=VALUE"),
+        ("samples=2", r"expected GROUP\.FIELD=VALUE"),
+        ("hide.samples=2", r"unknown settings group 'hide'"),
+        ("hyde.sample=2", r"hyde has no setting 'sample'"),
+        ("hyde.samples=0", r"'hyde\.samples=0': Input should be greater than or equal to 1"),
+        ("hyde.rerank_with=hydoc", r"Input should be 'question' or 'question\+hydoc'"),
+        ("hyde.samples=[1", r"invalid JSON value"),
+    ],
+)
+def test_bad_overrides_are_errors(item, message):
+    with pytest.raises(ValueError, match=message):
+        apply_overrides(Settings(), [item])
+
+
+def test_cli_set_overrides_reach_the_pipeline(tmp_path, monkeypatch):
+    from chatbot import cli
+
+    data = _beir(
+        tmp_path / "tiny",
+        DOCS,
+        {"q-sleep": "Why am I so tired?", "q-fever": "fever"},
+        {"q-sleep": {"d-sleep": 1}, "q-fever": {"d-fever": 1}},
+    )
+    real_evaluate = harness.evaluate
+    seen = {}
+
+    def with_fake_embedder(data, pipelines, limit, split, settings, log):
+        seen["settings"] = settings
+        services = Services(settings, collection="tiny")
+        services.__dict__["embedder"] = FakeEmbedder()
+        return real_evaluate(data, pipelines, limit, split, settings=settings, services=services, log=log)
+
+    monkeypatch.setattr(harness, "evaluate", with_fake_embedder)
+    passage = "Tiredness is often caused by poor sleep; regular sleep habits help."
+    with FakeOpenAIServer(passage) as server:
+        rc = cli.main(
+            [
+                "eval",
+                "retrieval",
+                "--data",
+                str(data),
+                "--pipeline",
+                "hyde",
+                "--json",
+                "--out",
+                str(tmp_path / "out"),
+                "--set",
+                f"paths.data_dir={tmp_path / 'store'}",
+                "--set",
+                f"llm.base_url={server.base_url}",
+                "--set",
+                "llm.autostart=false",
+                "--set",
+                "rerank.kind=none",
+                "--set",
+                "hyde.samples=2",
+                "--set",
+                "hyde.max_tokens=96",
+            ]
+        )
+
+    assert rc == 0
+    assert seen["settings"].hyde.samples == 2
+    # two HyDoc samples per question, the first greedy, each with the overridden length budget
+    assert len(server.requests) == 4
+    assert [b["temperature"] for b in server.requests] == [0, 0.7, 0, 0.7]
+    assert {b["max_tokens"] for b in server.requests} == {96}
+    saved = json.loads((tmp_path / "out" / "tiny.summary.json").read_text())
+    assert saved["settings"]["hyde"]["samples"] == 2
+    assert "hyde.samples=2" in saved["settings"]["overrides"]
+    assert saved["fallbacks"] == {"hyde": {}}
+
+
+def test_cli_bad_override_exits_2_naming_it(tmp_path, capsys):
+    from chatbot import cli
+
+    data = _beir(tmp_path / "tiny", DOCS, {"q": "fever"}, {"q": {"d-fever": 1}})
+
+    rc = cli.main(["eval", "retrieval", "--data", str(data), "--set", "hyde.samples=many"])
+
+    assert rc == 2
+    assert "error: --set 'hyde.samples=many': Input should be a valid integer" in capsys.readouterr().err
