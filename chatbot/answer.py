@@ -7,7 +7,7 @@ import unicodedata
 from typing import Any
 
 from chatbot.index import Hit
-from chatbot.pipeline import RetrievalResult, Services, run_pipeline
+from chatbot.pipeline import RetrievalResult, Services, run_pipeline, stage_event
 
 MAX_QUESTION_CHARS = 2000
 
@@ -238,6 +238,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     from chatbot.stages.compose import compose_reply, support_scorer
 
     ccfg = services.settings.compose
+    stage_event("compose")
     t1 = time.perf_counter()
     llm = scorer = None
     kind = "bi-encoder"
@@ -262,6 +263,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
         support_threshold=support_threshold,
     )
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
+    stage_event("compose", result.timings_ms["compose"])
     if not composed.text:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info", compose_trace=composed.trace)
     reply = f"{composed.language_note}\n\n{composed.text}" if composed.language_note else composed.text

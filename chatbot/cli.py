@@ -96,10 +96,17 @@ def _read_batch(path: Path) -> list[tuple[str, str]]:
     return items
 
 
+def _print_stage(stage: str, ms: float | None) -> None:
+    """Stage progress on stderr while `chatbot ask` waits (stdout keeps only the answer)."""
+    print(f"  … {stage}" if ms is None else f"  ✓ {stage} {ms:.0f} ms", file=sys.stderr, flush=True)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
+    import contextlib
+
     from chatbot.answer import answer
     from chatbot.index import IndexError_
-    from chatbot.pipeline import Services
+    from chatbot.pipeline import Services, stage_listener
 
     settings = _settings()
     services = Services(settings, collection=args.collection)
@@ -113,7 +120,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if args.question is None:
             print("error: give a QUESTION or --batch FILE", file=sys.stderr)
             return 2
-        ans = answer(args.question, services, args.pipeline)
+        progress = contextlib.nullcontext() if args.json or args.quiet else stage_listener(_print_stage)
+        with progress:
+            ans = answer(args.question, services, args.pipeline)
     except IndexError_ as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -222,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", action="store_true", help="show ids, scores and timings of each stage")
     p.add_argument("--batch", metavar="FILE", help="JSONL with id/text, or one question per line; JSONL out")
     p.add_argument("--pipeline", default=None, help="bm25, dense, dense+rerank (alias naive), hyde, cot, logical")
+    p.add_argument("--quiet", action="store_true", help="no stage progress on stderr (--json never shows it)")
     p.add_argument("--collection", default=None)
     p.set_defaults(func=cmd_ask)
 

@@ -67,3 +67,27 @@ def test_ask_against_an_empty_data_dir_exits_3_naming_chatbot_ingest(tmp_path):
     assert "chatbot ingest" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: no index named 'certified' yet")
     assert proc.stdout == ""
+
+
+def test_ask_shows_stage_progress_on_stderr_unless_json_or_quiet(tmp_path, monkeypatch, capsys):
+    from chatbot import answer as answer_module
+    from chatbot import cli
+    from chatbot.pipeline import stage_event
+
+    def fake_answer(question, services, pipeline):
+        stage_event("retrieve", 12.4)
+        stage_event("llm")
+        stage_event("llm", 2500.0)
+        return {"question": question, "reply": "A certified reply.", "links": [], "status": "answered", "trace": {}}
+
+    monkeypatch.setattr(answer_module, "answer", fake_answer)
+    monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path))
+
+    assert cli.main(["ask", "Why am I tired?"]) == 0
+    out = capsys.readouterr()
+    assert out.err.splitlines() == ["  ✓ retrieve 12 ms", "  … llm", "  ✓ llm 2500 ms"]
+    assert out.out.splitlines()[0] == "A certified reply."
+
+    for flag in ("--json", "--quiet"):
+        assert cli.main(["ask", "Why am I tired?", flag]) == 0
+        assert capsys.readouterr().err == ""

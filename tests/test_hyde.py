@@ -111,6 +111,28 @@ def test_hyde_retrieves_with_the_hypothetical_document(services, server):
     assert TIRED in user_text(body)
 
 
+def test_hyde_tells_a_stage_listener_each_stage_and_when_the_llm_starts(services):
+    from chatbot.pipeline import stage_listener
+
+    events: list[tuple[str, bool]] = []
+    with stage_listener(lambda stage, ms: events.append((stage, ms is None))):
+        result = run_pipeline("hyde", TIRED, services)
+
+    assert events == [
+        ("cache", False),
+        ("llm_prestart", False),
+        ("encode_question", False),
+        ("llm", True),  # started: the slow step, shown before it ends
+        ("llm", False),
+        ("encode", False),
+        ("search", False),
+        ("rerank", False),
+    ]
+    run_pipeline("hyde", "What is asthma?", services)  # outside the block: nobody is told
+    assert len(events) == 8
+    assert result.info["fallback"] is None
+
+
 def test_hyde_fallback_reuses_the_question_vector(tmp_path):
     services = make_services(tmp_path, f"http://127.0.0.1:{closed_port()}/v1")
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from chatbot.index import Hit
-from chatbot.pipeline import RetrievalResult, Services, register_pipeline, rerank_stage, timed
+from chatbot.pipeline import RetrievalResult, Services, register_pipeline, rerank_stage, stage_event, timed
 from chatbot.prompts import load_prompt
 from chatbot.stages.rerank import best_per_document
 
@@ -383,6 +383,17 @@ def _llm_ms(timings: dict[str, float], gen: Generation) -> None:
         timings[name] = timings.get(name, 0.0) + float(call.get("ms", 0.0))
 
 
+def _run_llm(timings: dict[str, float], generate: Any) -> Generation:
+    """The LLM step, timed under ``llm`` even when it fails; the stage listener hears it start and end."""
+    stage_event("llm")
+    start = time.perf_counter()
+    try:
+        return generate()
+    finally:
+        timings["llm"] = (time.perf_counter() - start) * 1000
+        stage_event("llm", timings["llm"])
+
+
 def _prestart(llm: Any, timings: dict[str, float]) -> None:
     """Start the LLM's server early when the client can (the embedded llama-server); timed."""
     prestart = getattr(llm, "prestart", None)
@@ -414,13 +425,10 @@ def hyde_pipeline(question: str, services: Services) -> RetrievalResult:
                 "encode_question",
                 lambda: np.asarray(services.embedder.embed_queries([question]), dtype=np.float32)[0],
             )
-        start = time.perf_counter()
         try:
-            gen = generate_zero_shot(question, llm, services.settings.hyde)
+            gen = _run_llm(timings, lambda: generate_zero_shot(question, llm, services.settings.hyde))
         except Exception as exc:  # LLMUnavailable, GarbageOutput, or anything a client raises
-            timings["llm"] = (time.perf_counter() - start) * 1000
             return _fallback(question, services, info, timings, exc, question_vector=question_vector)
-        timings["llm"] = (time.perf_counter() - start) * 1000
         _llm_ms(timings, gen)
         if cache:
             cache.put(key, {"hydocs": gen.hydocs})
@@ -467,14 +475,11 @@ def cot_pipeline(question: str, services: Services) -> RetrievalResult:
         pre_hits = best_per_document(pre_candidates, cfg.pre_k) if cfg.pre_k else []
         info["pre_retrieved"] = [h.segment.id for h in pre_hits]
         context = format_context(pre_hits, cfg.pre_chars)
-        start = time.perf_counter()
         try:
-            gen = generate_cot(question, context, llm, cfg)  # (b) + (c)
+            gen = _run_llm(timings, lambda: generate_cot(question, context, llm, cfg))  # (b) + (c)
         except Exception as exc:  # LLMUnavailable, GarbageOutput, or anything a client raises
-            timings["llm"] = (time.perf_counter() - start) * 1000
             info["question_type"], info["type_source"] = heuristic_type(question), "heuristic"
             return _fallback(question, services, info, timings, exc, candidates=pre_candidates)
-        timings["llm"] = (time.perf_counter() - start) * 1000
         _llm_ms(timings, gen)
         if cache:
             cache.put(
