@@ -452,6 +452,12 @@ def test_clean_hydoc_strips_labels_and_markdown():
         ("È normale avere nausea?", "evaluative"),
         ("What is gestational diabetes?", "informational"),
         ("How much folic acid is recommended in pregnancy?", "informational"),
+        ("Why I am feeling so tired?", "evaluative"),  # the seed's example, word order as written
+        ("I have asthma. Would a humidifier be suitable?", "evaluative"),  # own situation + a question
+        ("My father has lost weight for weeks, please help us.", "evaluative"),  # a relative's + a plea
+        ("Mio figlio ha la febbre da tre giorni, cosa fare?", "evaluative"),
+        ("I have read about asthma.", "informational"),  # own situation but nothing asked
+        ("What are the symptoms of asthma in my region's children?", "informational"),
     ],
 )
 def test_heuristic_type(question, kind):
