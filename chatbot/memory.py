@@ -4,7 +4,12 @@ Equivalence is the bi-encoder's cosine between the new question and the approved
 ``settings.store.memory_threshold`` (measured on paraphrases and near misses: ``python -m chatbot.memory``
 writes evaluation/results/memory-threshold-MODEL.md). The pipeline is still called through
 ``chatbot.answer.answer`` (by default even on a hit, so urgency detection stays current); the trace says
-``answered_by: memory`` with the approval, its question and the similarity."""
+``answered_by: memory`` with the approval, its question and the similarity.
+
+Memory is per language: a question is compared only with approvals in its own language (the reply language
+of the safety screen's guess), and only in ``settings.store.memory_languages``. A bi-encoder puts an Italian
+question close to its English translation (multilingual-e5-small: cosine 0.85-0.94), so without this an
+Italian patient could be served an English approved answer."""
 
 from __future__ import annotations
 
@@ -96,19 +101,30 @@ class CertifiedMemory:
             self._matrix = np.vstack(vecs) if vecs else np.zeros((0, 1), dtype=np.float32)
             self._version = version
 
-    def lookup(self, question: str) -> tuple[dict[str, Any] | None, float, dict[str, Any] | None]:
-        """(best approval at or above the threshold or None, its similarity, the best approval overall)."""
+    def lookup(self, question: str, language: str) -> tuple[dict[str, Any] | None, float, dict[str, Any] | None]:
+        """(best approval in ``language`` at or above the threshold or None, its similarity, the best approval
+        in ``language`` overall). Approvals in other languages are never candidates."""
         with self._lock:
             self._refresh()
-            if not self._rows:
+            same_language = [i for i, row in enumerate(self._rows) if row["language"] == language]
+            if not same_language:
                 return None, 0.0, None
-            sims = self._matrix @ self.vector(question)
-            for i in np.argsort(-sims):
-                row = self._rows[int(i)]
+            sims = self._matrix[same_language] @ self.vector(question)
+            for j in np.argsort(-sims):
+                row = self._rows[same_language[int(j)]]
                 if same_numbers(question, row["question"]):
-                    score = float(sims[int(i)])
+                    score = float(sims[int(j)])
                     return (row if score >= self.threshold else None), score, row
             return None, 0.0, None
+
+
+def question_language(text: str, services: Any) -> str | None:
+    """The language memory files a question under: the reply language of the safety screen's guess ("en"
+    or "it", the language an approval records), None for an unsupported language."""
+    from chatbot.stages.safety import detect_language
+
+    guess = detect_language(text, services.settings.safety.language_min_evidence)
+    return guess.reply_language if guess.supported else None
 
 
 def answer_with_memory(
@@ -120,17 +136,23 @@ def answer_with_memory(
         return answer(question, services, pipeline)
     start = time.perf_counter()
     text = " ".join(question.split())
-    hit, similarity, nearest = memory.lookup(text)
+    language = question_language(text, services)
+    if language not in settings.memory_languages:  # not measured there (or unsupported): the pipeline answers
+        ans = answer(question, services, pipeline)
+        ans.setdefault("trace", {})["memory"] = {"hit": False, "skipped": "language", "language": language}
+        return ans
+    hit, similarity, nearest = memory.lookup(text, language)
     lookup_ms = (time.perf_counter() - start) * 1000
     info = {
         "hit": hit is not None,
         "similarity": round(similarity, 4),
         "threshold": memory.threshold,
+        "language": language,
         "approval_id": (hit or nearest or {}).get("id"),
         "approved_question": (hit or nearest or {}).get("question"),
         "lookup_ms": round(lookup_ms, 1),
     }
-    if hit is None or (hit["language"] and hit["language"] not in settings.memory_languages):
+    if hit is None:
         ans = answer(question, services, pipeline)
         ans.setdefault("trace", {})["memory"] = info
         return ans
@@ -139,10 +161,7 @@ def answer_with_memory(
         base = answer(question, services, pipeline)
         # the safety screen wins: invalid input, unsupported language or a personal diagnosis/dosage request
         # keep the pipeline's own outcome; so does a reply in another language than the approved one
-        language = base.get("language")
-        other_language = bool(hit["language"] and language and hit["language"] != language) or (
-            language not in settings.memory_languages
-        )
+        other_language = base.get("language") != hit["language"]
         if base.get("status") not in OVERRIDABLE or other_language:
             base.setdefault("trace", {})["memory"] = {
                 **info,
@@ -160,7 +179,7 @@ def answer_with_memory(
         "urgent": bool(base.get("urgent")) or bool(hit["urgent"]),
         **({"urgent_message": base["urgent_message"]} if base.get("urgent_message") else {}),
         "demo_content": bool(hit["demo_content"]),
-        **({"language": hit["language"] or base.get("language")} if (hit["language"] or base.get("language")) else {}),
+        "language": hit["language"],
         "trace": {
             "answered_by": "memory",
             "pipeline": "memory",
@@ -194,49 +213,79 @@ def measure_threshold(pairs: list[dict[str, Any]], embedder: Any) -> dict[str, A
             }
         )
     max_neg = float(np.max(sims[~same])) if (~same).any() else 0.0
+    pos, neg = sims[same], sims[~same]
+    # share of (paraphrase, near miss) couples where the paraphrase scores higher: 1 separates, 0.5 is chance
+    auc = float(np.mean((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])))
+    safe = next((row for row in grid if row["near_misses_reused"] == 0), None)
     return {
         "pairs": [{**p, "cosine": round(float(s), 4)} for p, s in zip(pairs, sims, strict=True)],
-        "paraphrase_cosine": {"min": float(np.min(sims[same])), "median": float(np.median(sims[same]))},
-        "near_miss_cosine": {"max": max_neg, "median": float(np.median(sims[~same]))},
+        "paraphrase_cosine": {"min": float(np.min(pos)), "median": float(np.median(pos))},
+        "near_miss_cosine": {"max": max_neg, "median": float(np.median(neg))},
+        "auc": round(auc, 4),
+        "safe_threshold": safe,
         "grid": grid,
     }
 
 
-def main() -> int:  # pragma: no cover - a measurement script
+DATA = {"en": "memory_paraphrases.jsonl", "it": "memory_paraphrases_it.jsonl"}
+CROSS_LINGUAL = "memory_crosslingual.jsonl"
+
+
+def _read_pairs(path: Any) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurement script
+    import argparse
     import json
     import os
-    from pathlib import Path
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from chatbot.embedders import load_embedder
+    from chatbot.embedders import EMBEDDERS, load_embedder
     from chatbot.settings import PROJECT_ROOT, load_settings
 
+    parser = argparse.ArgumentParser(prog="python -m chatbot.memory", description="Measure the memory threshold.")
+    parser.add_argument("--language", choices=sorted(DATA), default="en", help="which paraphrase set (default en)")
+    parser.add_argument("--embedder", choices=sorted(EMBEDDERS), help="default: settings store.memory_embedder")
+    args = parser.parse_args(argv)
     settings = load_settings()
-    data = PROJECT_ROOT / "evaluation" / "data" / "memory_paraphrases.jsonl"
-    pairs = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
-    embedder = load_embedder(settings.store.memory_embedder, settings.embedding.threads)
+    model = args.embedder or settings.store.memory_embedder
+    data_dir = PROJECT_ROOT / "evaluation" / "data"
+    pairs = _read_pairs(data_dir / DATA[args.language])
+    embedder = load_embedder(model, settings.embedding.threads)
     result = measure_threshold(pairs, embedder)
-    out = Path(PROJECT_ROOT / "evaluation" / "results" / f"memory-threshold-{settings.store.memory_embedder}.md")
+    suffix = model if args.language == "en" else f"{args.language}-{model}"
+    out = PROJECT_ROOT / "evaluation" / "results" / f"memory-threshold-{suffix}.md"
     n_same = sum(1 for p in pairs if p["same"])
-    model = settings.store.memory_embedder
-    command = (
-        "python -m chatbot.memory"
-        if model == "minilm"
-        else f"CHATBOT_STORE__MEMORY_EMBEDDER={model} python -m chatbot.memory"
-    )
+    if args.language == "en":
+        command = (
+            "python -m chatbot.memory"
+            if model == "minilm"
+            else f"CHATBOT_STORE__MEMORY_EMBEDDER={model} python -m chatbot.memory"
+        )
+    else:
+        command = f"python -m chatbot.memory --language {args.language} --embedder {model}"
+    safe = result["safe_threshold"]
     lines = [
-        "# Certified-answer memory: similarity threshold",
+        "# Certified-answer memory: similarity threshold" + ("" if args.language == "en" else f" ({args.language})"),
         "",
         f"Embedder `{embedder.name}`; {n_same} paraphrase pairs (should reuse the approved answer) and "
         f"{len(pairs) - n_same} near misses (same topic, different question: must not). Data: "
-        f"`evaluation/data/memory_paraphrases.jsonl`. Command: `{command}`. Pairs whose numbers "
+        f"`evaluation/data/{DATA[args.language]}`. Command: `{command}`. Pairs whose numbers "
         "differ never match (number guard in `CertifiedMemory.lookup`); they are listed with cosine -1.",
         "",
         f"- paraphrase cosine: min {result['paraphrase_cosine']['min']:.3f}, "
         f"median {result['paraphrase_cosine']['median']:.3f}",
         f"- near-miss cosine: max {result['near_miss_cosine']['max']:.3f}, "
         f"median {result['near_miss_cosine']['median']:.3f}",
-        f"- configured threshold (store.memory_threshold): {settings.store.memory_threshold}",
+        f"- separation (share of paraphrase/near-miss couples where the paraphrase scores higher; 0.5 = chance): "
+        f"{result['auc']:.3f}",
+        "- lowest threshold with no near miss reused: "
+        + (f"{safe['threshold']:.2f}, reusing {safe['paraphrases_reused']}/{n_same} paraphrases" if safe else "none"),
+        f"- configured threshold (store.memory_threshold): {settings.store.memory_threshold}; memory languages "
+        f"(store.memory_languages): {', '.join(settings.store.memory_languages)}",
         "",
         "| threshold | paraphrases reused | near misses reused (wrong answer served) |",
         "|---|---|---|",
@@ -247,11 +296,25 @@ def main() -> int:  # pragma: no cover - a measurement script
                 f"| {row['threshold']:.2f} | {row['paraphrases_reused']}/{n_same} | "
                 f"{row['near_misses_reused']}/{len(pairs) - n_same} |"
             )
+    if args.language != "en":
+        cross = _read_pairs(data_dir / CROSS_LINGUAL)
+        a = np.asarray(embedder.embed_queries([p["a"] for p in cross]))
+        b = np.asarray(embedder.embed_queries([p["b"] for p in cross]))
+        cos = np.sum(a * b, axis=1)
+        lines += [
+            "",
+            f"## The same question in {args.language} and en",
+            "",
+            f"{len(cross)} questions and their English translation (`evaluation/data/{CROSS_LINGUAL}`): cosine "
+            f"min {cos.min():.3f}, median {float(np.median(cos)):.3f}, max {cos.max():.3f}; "
+            f"{int(np.sum(cos >= settings.store.memory_threshold))}/{len(cross)} at or above the configured "
+            "threshold. Memory therefore compares a question only with approvals in its own language.",
+        ]
     lines += ["", "| same? | cosine | a | b |", "|---|---|---|---|"]
     for p in sorted(result["pairs"], key=lambda p: -p["cosine"]):
         lines.append(f"| {'yes' if p['same'] else 'no'} | {p['cosine']:.3f} | {p['a']} | {p['b']} |")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(json.dumps({k: v for k, v in result.items() if k != "pairs"}, indent=1)[:3000])
+    print(json.dumps({k: v for k, v in result.items() if k not in ("pairs", "grid")}, indent=1))
     return 0
 
 

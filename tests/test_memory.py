@@ -42,7 +42,7 @@ def approve(store, memory, who, ans, reply="Clinician-approved asthma answer.") 
     out = repo.record_review(
         store, who, tid, "approved", "ok",
         approval={"reply": reply, "links": links, "segment_ids": [x["segment_id"] for x in links],
-                  **memory.approval_fields(ans["question"])},
+                  "language": ans["language"], **memory.approval_fields(ans["question"])},
     )  # fmt: skip
     return out["approval_id"]
 
@@ -61,7 +61,7 @@ def test_an_approved_answer_is_served_for_an_equivalent_question(env):
     trace = again["trace"]
     assert trace["answered_by"] == "memory"
     assert trace["memory"] | {"lookup_ms": 0} == {
-        "hit": True, "similarity": 1.0, "threshold": 0.9, "approval_id": approval_id,
+        "hit": True, "similarity": 1.0, "threshold": 0.9, "language": "en", "approval_id": approval_id,
         "approved_question": "Why is my asthma bad at night?", "lookup_ms": 0,
     }  # fmt: skip
     assert trace["pipeline_trace"]["pipeline"] == "dense"  # the pipeline still ran (urgency check)
@@ -107,15 +107,96 @@ def test_memory_can_skip_the_pipeline_and_keeps_invalid_input_invalid(env, monke
     assert answer_with_memory("asthma at night", services, memory)["reply"] == "pipeline"
 
 
-def test_a_revoked_approval_is_no_longer_served(env):
-    from chatbot.store.models import Approval
+def test_a_revoked_approval_is_no_longer_served_and_the_revocation_is_recorded(env):
+    from chatbot.store.models import Approval, Review
 
     services, store, memory, who = env
-    approval_id = approve(store, memory, who, answer_with_memory("asthma at night", services, memory))
+    first = answer_with_memory("asthma at night", services, memory)
+    approval_id = approve(store, memory, who, first)
     assert answer_with_memory("asthma at night", services, memory)["trace"]["memory"]["hit"] is True
+    admin = auth.Principal(auth.add_user(store, "ada", "long-password", "admin"), "ada", "admin")
+    with pytest.raises(ValueError, match="say why"):
+        repo.revoke_approval(store, admin, approval_id, "  ")
+
+    out = repo.revoke_approval(store, admin, approval_id, "Caffeine advice changed in the 2026 guideline.")
+
+    after = answer_with_memory("asthma at night", services, memory)
+    assert after["trace"]["memory"]["hit"] is False
+    assert after["trace"].get("answered_by") != "memory"
+    assert after["reply"] != "Clinician-approved asthma answer."
+    assert after["trace"]["memory"]["approval_id"] is None  # a revoked approval is not even the nearest one
     with store.session() as s:
-        s.get(Approval, approval_id).active = False
+        row = s.get(Approval, approval_id)
+        assert (row.active, row.revoked_by, row.revoke_comment) == (
+            False, admin.id, "Caffeine advice changed in the 2026 guideline.")  # fmt: skip
+        assert row.revoked_at is not None
+        review = s.get(Review, out["review_id"])
+        assert (review.decision, review.user_id, review.turn_id) == ("revoked", admin.id, out["turn_id"])
+    turn = repo.get_turn(store, out["turn_id"])
+    assert turn["review_state"] == "revoked"
+    assert [r["decision"] for r in turn["reviews"]] == ["approved", "revoked"]
+    entry = repo.audit_entries(store)[0]
+    assert (entry["user"], entry["action"], entry["target"]) == ("ada", "approval_revoked", f"approval {approval_id}")
+    assert entry["detail"] == {
+        "review_id": out["review_id"], "turn_id": out["turn_id"],
+        "comment": "Caffeine advice changed in the 2026 guideline.", "question": "asthma at night",
+    }  # fmt: skip
+    assert repo.list_approvals(store) == []
+    [listed] = repo.list_approvals(store, include_revoked=True)
+    assert (listed["id"], listed["active"], listed["revoked_by"], listed["approved_by"]) == (
+        approval_id, False, "ada", "clara")  # fmt: skip
+    with pytest.raises(ValueError, match="already revoked"):
+        repo.revoke_approval(store, who, approval_id, "again")
+    with pytest.raises(LookupError):
+        repo.revoke_approval(store, who, 999, "no such approval")
+
+
+def test_a_new_approval_after_a_revocation_is_served(env):
+    services, store, memory, who = env
+    old = approve(store, memory, who, answer_with_memory("asthma at night", services, memory), reply="old")
+    repo.revoke_approval(store, who, old, "outdated")
+    new = approve(store, memory, who, answer_with_memory("asthma at night", services, memory), reply="new")
+    served = answer_with_memory("asthma at night", services, memory)
+    assert (served["reply"], served["trace"]["memory"]["approval_id"]) == ("new", new)
+    assert [a["id"] for a in repo.list_approvals(store)] == [new]
+    repo.record_turn(store, "conv3", served)
+    assert [(a["id"], a["served"]) for a in repo.list_approvals(store, include_revoked=True)] == [(new, 1), (old, 0)]
+
+
+ITALIAN = "Il mio asthma peggiora di notte, perché?"  # the fake embedder sees only "asthma": cosine 1.0
+
+
+def test_an_italian_question_is_never_served_an_english_approval(env):
+    services, store, memory, who = env
+    services.settings.store.memory_languages = ["en", "it"]
+    services.settings.store.memory_checks_urgency = False  # no pipeline on a hit: lookup alone must hold
+    approve(store, memory, who, answer_with_memory("asthma at night", services, memory))
+
+    out = answer_with_memory(ITALIAN, services, memory)
+
+    assert out["language"] == "it"
+    assert out["trace"]["memory"]["hit"] is False
+    assert out["trace"]["memory"]["language"] == "it"
+    assert out["trace"]["memory"]["approval_id"] is None  # the English approval was never a candidate
+    assert out["reply"] != "Clinician-approved asthma answer."
+
+
+def test_italian_memory_answers_italian_questions_only_when_enabled(env):
+    services, store, memory, who = env
+    services.settings.store.memory_languages = ["en", "it"]
+    first = answer_with_memory(ITALIAN, services, memory)
+    assert first["language"] == "it"
+    approval_id = approve(store, memory, who, first, reply="Risposta approvata sull'asma.")
+
+    served = answer_with_memory("asthma di notte: perché peggiora?", services, memory)
+    assert (served["reply"], served["language"], served["trace"]["memory"]["approval_id"]) == (
+        "Risposta approvata sull'asma.", "it", approval_id)  # fmt: skip
     assert answer_with_memory("asthma at night", services, memory)["trace"]["memory"]["hit"] is False
+
+    services.settings.store.memory_languages = ["en"]  # the default: Italian was not measured as safe
+    skipped = answer_with_memory("asthma di notte: perché peggiora?", services, memory)
+    assert skipped["trace"]["memory"] == {"hit": False, "skipped": "language", "language": "it"}
+    assert skipped["reply"] != "Risposta approvata sull'asma."
 
 
 def test_measure_threshold_counts_reuse_per_threshold(fake_embedder):

@@ -170,7 +170,7 @@ class LinkVerdict(Base):
 
 
 class Approval(Base):
-    """A certified answer a clinician approved: served again by the answer memory."""
+    """A certified answer a clinician approved: served again by the answer memory until revoked."""
 
     __tablename__ = "approvals"
 
@@ -187,7 +187,10 @@ class Approval(Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)  # float32, L2-normalised
     approved_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)  # False once revoked
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+    revoked_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    revoke_comment: Mapped[str | None] = mapped_column(Text)
 
 
 # -- Likert evaluation --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, select
 
 from chatbot.store.auth import Principal, audit
 from chatbot.store.db import Store
-from chatbot.store.models import Approval, AuditLog, Conversation, LinkVerdict, Review, Turn, utcnow
+from chatbot.store.models import Approval, AuditLog, Conversation, LinkVerdict, Review, Turn, User, utcnow
 
 QUEUE_FILTERS = ("unreviewed", "flagged", "thumbs_down", "all")
 
@@ -211,6 +211,83 @@ def record_review(
             },
         )
         return {"review_id": review.id, "approval_id": approval_id}
+
+
+def revoke_approval(store: Store, who: Principal, approval_id: int, comment: str) -> dict[str, Any]:
+    """Withdraw a certified answer: memory stops serving it at once. In one transaction: the approval marked
+    inactive with who/when/why, a ``revoked`` review on the approved turn (its state becomes ``revoked``) and
+    the audit record. A comment is required; an approval can be revoked once."""
+    comment = (comment or "").strip()
+    if not comment:
+        raise ValueError("say why the approval is revoked")
+    with store.session() as s:
+        approval = s.get(Approval, approval_id)
+        if approval is None:
+            raise LookupError(f"no approval {approval_id}")
+        if not approval.active:
+            raise ValueError(f"approval #{approval_id} is already revoked")
+        approval.active = False
+        approval.revoked_at = utcnow()
+        approval.revoked_by = who.id
+        approval.revoke_comment = comment
+        approved = s.get(Review, approval.review_id)
+        turn = s.get(Turn, approved.turn_id) if approved is not None and approved.turn_id is not None else None
+        review = Review(
+            turn_id=turn.id if turn is not None else None,
+            user_id=who.id,
+            decision="revoked",
+            comment=comment,
+            question=approval.question,
+            picked_segment_ids=[],
+        )
+        s.add(review)
+        s.flush()
+        if turn is not None and turn.review_state == "approved":
+            turn.review_state = "revoked"
+        audit(
+            s,
+            who,
+            "approval_revoked",
+            "approval",
+            approval_id,
+            {"review_id": review.id, "turn_id": review.turn_id, "comment": comment, "question": approval.question},
+        )
+        return {"review_id": review.id, "turn_id": review.turn_id}
+
+
+def list_approvals(store: Store, include_revoked: bool = False, limit: int = 200) -> list[dict[str, Any]]:
+    """Certified answers, newest first, with who approved them and how often memory served them."""
+    q = select(Approval).order_by(Approval.id.desc()).limit(limit)
+    if not include_revoked:
+        q = q.where(Approval.active.is_(True))
+    with store.session() as s:
+        rows = s.scalars(q).all()
+        names = dict(s.execute(select(User.id, User.username)).all())
+        served = dict(
+            s.execute(
+                select(Turn.approval_id, func.count(Turn.id))
+                .where(Turn.approval_id.in_([r.id for r in rows]))
+                .group_by(Turn.approval_id)
+            ).all()
+        )
+        return [
+            {
+                "id": r.id,
+                "question": r.question,
+                "reply": r.reply,
+                "links": r.links,
+                "language": r.language,
+                "urgent": r.urgent,
+                "approved_by": names.get(r.approved_by, "?"),
+                "approved_at": r.created_at.isoformat(timespec="seconds"),
+                "served": int(served.get(r.id, 0)),
+                "active": r.active,
+                "revoked_by": names.get(r.revoked_by) if r.revoked_by else None,
+                "revoked_at": r.revoked_at.isoformat(timespec="seconds") if r.revoked_at else None,
+                "revoke_comment": r.revoke_comment,
+            }
+            for r in rows
+        ]
 
 
 def _doc_of(turn: Turn, segment_id: str) -> str:
