@@ -217,6 +217,15 @@ def generate_zero_shot(question: str, llm: Any, cfg) -> Generation:
     return _sample_hydocs(Generation([]), llm, messages, cfg)
 
 
+def generate_naive_rag(question: str, context: str, llm: Any, cfg) -> Generation:
+    """The seed's "Question + naive-RAG" HyDoc: question + pre-retrieved extracts, no pragmatic analysis
+    (evaluation/bench_table2.py)."""
+    messages = load_prompt("hyde_naive_rag").messages(
+        language=cfg.corpus_language, words=words_for(cfg.max_tokens), context=context, question=question
+    )
+    return _sample_hydocs(Generation([]), llm, messages, cfg)
+
+
 def _sample_hydocs(gen: Generation, llm: Any, messages: list, cfg) -> Generation:
     """``cfg.samples`` plain HyDocs for ``messages``; a failed first sample raises, later ones are noted."""
     for i in range(cfg.samples):
@@ -318,6 +327,30 @@ def _cache_key(kind: str, question: str, services: Services, prompts: list[str],
         extra,
     ]
     return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+
+
+def cache_key_for(kind: str, question: str, services: Services) -> str:
+    """HyDoc cache key of a generation kind: ``hyde`` (zero-shot), ``cot`` (one or two calls, as the
+    pipelines use them) or ``naive-rag`` (bench_table2), so the benchmark and the pipelines share HyDocs."""
+    cfg = services.settings.hyde
+    if kind == "hyde":
+        return _cache_key("hyde", question, services, ["hyde_zero_shot"])
+    # A HyDoc written from pre-retrieved extracts depends on the collection and the embedder.
+    context = [cfg.pre_k, cfg.pre_chars, services.collection_name, getattr(services.embedder, "name", "")]
+    if kind == "naive-rag":
+        return _cache_key("naive-rag", question, services, ["hyde_naive_rag"], json.dumps(context))
+    if kind == "cot":
+        prompts = ["cot_pragmatic", "cot_hydoc"] if cfg.cot_calls == "two" else ["cot_one_call"]
+        return _cache_key(
+            "cot", question, services, prompts, json.dumps([cfg.cot_calls, cfg.analysis_max_tokens, *context])
+        )
+    raise ValueError(f"unknown HyDoc kind {kind!r}: hyde, naive-rag or cot")
+
+
+def pre_context(candidates: list[Hit], cfg) -> tuple[list[Hit], str]:
+    """cot step (a): the best ``pre_k`` distinct documents of the naive pre-retrieval, as prompt extracts."""
+    hits = best_per_document(candidates, cfg.pre_k) if cfg.pre_k else []
+    return hits, format_context(hits, cfg.pre_chars)
 
 
 def _fallback(
@@ -422,7 +455,7 @@ def hyde_pipeline(question: str, services: Services) -> RetrievalResult:
     info = _base_info("hyde", question, services)
     info["question_type"], info["type_source"] = heuristic_type(question), "heuristic"
     cache = cache_for(services)
-    key = _cache_key("hyde", question, services, ["hyde_zero_shot"])
+    key = cache_key_for("hyde", question, services)
     question_vector: np.ndarray | None = None
     cached = timed(timings, "cache", lambda: cache.get(key)) if cache else None
     if cached:
@@ -458,13 +491,7 @@ def cot_pipeline(question: str, services: Services) -> RetrievalResult:
     info = _base_info("cot", question, services)
     cache = cache_for(services)
     k = services.settings.retrieval.top_k
-    prompts = ["cot_pragmatic", "cot_hydoc"] if cfg.cot_calls == "two" else ["cot_one_call"]
-    # The HyDoc depends on the pre-retrieved extracts, which depend on the collection and the embedder.
-    extra = json.dumps(
-        [cfg.cot_calls, cfg.analysis_max_tokens, cfg.pre_k, cfg.pre_chars, services.collection_name]
-        + [getattr(services.embedder, "name", "")]
-    )
-    key = _cache_key("cot", question, services, prompts, extra)
+    key = cache_key_for("cot", question, services)
     question_vector: np.ndarray | None = None
     cached = timed(timings, "cache", lambda: cache.get(key)) if cache else None
     if cached:
@@ -486,9 +513,8 @@ def cot_pipeline(question: str, services: Services) -> RetrievalResult:
             return search(question_vector, services.index, k)
 
         pre_candidates = timed(timings, "pre_retrieve", pre_retrieve)
-        pre_hits = best_per_document(pre_candidates, cfg.pre_k) if cfg.pre_k else []
+        pre_hits, context = pre_context(pre_candidates, cfg)
         info["pre_retrieved"] = [h.segment.id for h in pre_hits]
-        context = format_context(pre_hits, cfg.pre_chars)
         try:
             gen = _run_llm(timings, lambda: generate_cot(question, context, llm, cfg))  # (b) + (c)
         except Exception as exc:  # LLMUnavailable, GarbageOutput, or anything a client raises
