@@ -11,7 +11,8 @@
 
 Every validator writes what it found into ``metadata["report"]`` so the answer trace records each outcome.
 Importing this module writes ``~/.guardrailsrc`` (metrics and remote inference off) if it is absent, before
-guardrails is imported, and selects guardrails' sequential validator service so fixes chain in order.
+guardrails is imported, and selects guardrails' sequential validator service so fixes chain in order; every
+Guard is built with metrics collection off whatever an existing rc file says (``telemetry_off``).
 """
 
 from __future__ import annotations
@@ -290,8 +291,21 @@ def build_guard(mode: str, max_chars: int, support_threshold: float) -> Guard:
     }
     if mode not in VALIDATOR_ORDER:
         raise ValueError(f"unknown compose mode {mode!r}")
+    guard = Guard()  # reloads ~/.guardrailsrc: whatever it says, metrics and remote inference stay off
+    guard.configure(allow_metrics_collection=False)
+    telemetry_off()
     # one use() call: a second use() on the same property replaces the first one's validators
-    return Guard().use(*(validators[name]() for name in VALIDATOR_ORDER[mode]))
+    return guard.use(*(validators[name]() for name in VALIDATOR_ORDER[mode]))
+
+
+def telemetry_off() -> None:
+    """Metrics and remote inference off in guardrails' settings, even when an existing ``~/.guardrailsrc``
+    enables them (or none can be written and guardrails falls back to its default, metrics on). Validators
+    read these settings when they are built."""
+    from guardrails.settings import settings
+
+    settings.rc.enable_metrics = False
+    settings.rc.use_remote_inferencing = False
 
 
 def run_guard(

@@ -16,6 +16,7 @@ from chatbot.guard import (
     GroundedSentences,
     ReplyLength,
     VerbatimCertified,
+    build_guard,
     certified_contacts,
     ensure_offline_config,
     find_contacts,
@@ -183,20 +184,28 @@ def test_grounded_removes_low_support_and_unknown_numbers():
     result, report = validate(GroundedSentences(threshold=0.6), text, certified_texts=CERTIFIED, support_scorer=scorer)
 
     assert result.outcome == "fail"
+    assert result.error_message == "2 of 3 sentence(s) unsupported"
     assert result.fix_value == "Take folic acid until week 12."
-    rows = report["grounded-sentences"]["sentences"]
-    assert [(r["supported"], r["reason"]) for r in rows] == [
-        (True, None),
-        (False, "number not in the certified text: 800"),
-        (False, "support 0.200 < 0.6"),
-    ]
-    assert (report["grounded-sentences"]["supported"], report["grounded-sentences"]["total"]) == (1, 3)
+    assert report["grounded-sentences"] == {
+        "outcome": "fail",
+        "threshold": 0.6,
+        "supported": 1,
+        "total": 3,
+        "sentences": [
+            {"sentence": "Take folic acid until week 12.", "score": 0.9, "supported": True, "reason": None},
+            {
+                "sentence": "Take 800 micrograms.",
+                "score": 0.95,
+                "supported": False,
+                "reason": "number not in the certified text: 800",
+            },
+            {"sentence": "Coffee cures nausea.", "score": 0.2, "supported": False, "reason": "support 0.200 < 0.6"},
+        ],
+    }
 
 
 def test_grounded_without_a_scorer_is_an_error():
-    from guardrails.errors import ValidationError
-
-    with pytest.raises((ValueError, ValidationError)):
+    with pytest.raises(ValueError, match=r"grounded-sentences needs metadata\['support_scorer'\]"):
         GroundedSentences(threshold=0.5).validate("A claim.", {"certified_texts": CERTIFIED})
 
 
@@ -275,6 +284,24 @@ def test_guardrails_rc_is_written_only_when_absent(tmp_path):
     rc.write_text("enable_metrics=true\n")
     ensure_offline_config(tmp_path)
     assert rc.read_text() == "enable_metrics=true\n"
+
+
+def test_metrics_stay_off_even_when_an_existing_rc_file_enables_them(tmp_path, monkeypatch):
+    from guardrails.settings import settings
+    from guardrails.utils.hub_telemetry_utils import HubTelemetry
+
+    (tmp_path / ".guardrailsrc").write_text("enable_metrics=true\nuse_remote_inferencing=true\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    build_guard.cache_clear()
+    try:
+        guard = build_guard("generative", 600, 0.5)
+
+        assert guard._allow_metrics_collection is False
+        assert HubTelemetry()._enabled is False
+        assert (settings.rc.enable_metrics, settings.rc.use_remote_inferencing) == (False, False)
+        assert [v._disable_telemetry for v in guard._validators] == [True, True, True]
+    finally:
+        build_guard.cache_clear()
 
 
 def test_validating_never_imports_litellm_and_writes_the_rc_file(tmp_path):
