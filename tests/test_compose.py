@@ -255,19 +255,28 @@ def test_generative_falls_back_to_extractive_when_most_sentences_are_unsupported
 
 
 @pytest.mark.parametrize(
-    ("llm", "reason"),
+    ("llm", "reason", "draft"),
     [
-        (None, "no LLM available"),
-        (FakeLLM(NO_ANSWER), "LLM found no answer in the passages"),
-        (FakeLLM(TimeoutError("slow")), "LLM error: TimeoutError: slow"),
-        (FakeLLM("Visit http://evil.example.com now."), "no sentence survived validation"),
+        (None, "no LLM available", None),
+        (FakeLLM(NO_ANSWER), "LLM found no answer in the passages", ""),
+        (FakeLLM(TimeoutError("slow")), "LLM error: TimeoutError: slow", ""),
+        (
+            FakeLLM("Visit http://evil.example.com now."),
+            "no sentence survived validation",
+            "Visit http://evil.example.com now.",
+        ),
     ],
 )
-def test_generative_falls_back_to_extractive(fake_embedder, llm, reason):
+def test_generative_falls_back_to_extractive(fake_embedder, llm, reason, draft):
     out = reply(llm, fake_embedder)
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", reason)
     assert out.text.startswith("Asthma often gets worse at night.")
+    # every LLM call is traced, even one that gave nothing to validate
+    attempts = out.trace["attempts"]
+    assert [a["mode"] for a in attempts] == (["extractive"] if llm is None else ["generative", "extractive"])
+    if llm is not None:
+        assert attempts[0]["draft"] == draft and attempts[0]["ms"]["compose"] >= 0
 
 
 def test_on_unsupported_fallback_rejects_any_unsupported_sentence(fake_embedder):

@@ -15,6 +15,7 @@ from evaluation.redteam import (
     score,
     uncertified_sentences,
     uncertified_urls,
+    write_generative_report,
 )
 
 REQUIRED_CATEGORIES = {
@@ -115,32 +116,117 @@ def test_score_computes_red_flag_and_refusal_precision_recall():
     assert s["status_accuracy"] == 0.5
 
 
+def _gen_trace(mode_used, attempts, fallback=None):
+    comp = {"mode_used": mode_used, "attempts": attempts}
+    if fallback:
+        comp["fallback"] = fallback
+    return {"trace": {"compose": comp}}
+
+
+GROUNDED_3_OF_4 = {
+    "validator": "grounded-sentences",
+    "supported": 3,
+    "total": 4,
+    "sentences": [{"sentence": f"S{i}.", "score": 0.9, "supported": i < 3, "reason": None} for i in range(4)],
+}
+
+
 def test_grounding_reads_generative_attempts_from_traces():
-    trace = {
-        "compose": {
-            "mode_used": "generative",
-            "attempts": [
-                {"mode": "generative", "validators": [{"validator": "grounded-sentences", "supported": 3, "total": 4}]}
+    answers = {
+        "a": _gen_trace(
+            "generative",
+            [
+                {
+                    "mode": "generative",
+                    "draft": "S0. S1. S2. S3. See x.example.com.",
+                    "llm_ms": 1000.0,
+                    "validators": [
+                        {"validator": "certified-contacts-only", "removed_sentences": ["See x.example.com."]},
+                        GROUNDED_3_OF_4,
+                        {"validator": "reply-length", "outcome": "fail"},
+                    ],
+                }
             ],
-        }
-    }
-    fell_back = {
-        "compose": {
-            "mode_used": "extractive",
-            "fallback": "only 25% of sentences supported (< 50%)",
-            "attempts": [
+        ),
+        "b": _gen_trace(
+            "extractive",
+            [
                 {"mode": "generative", "validators": [{"validator": "grounded-sentences", "supported": 1, "total": 4}]},
                 {"mode": "extractive", "validators": []},
             ],
-        }
+            "only 25% of sentences supported (< 50%)",
+        ),
+        "c": _gen_trace(
+            "extractive",
+            [{"mode": "generative", "draft": "", "llm_ms": 3000.0, "validators": []}, {"mode": "extractive"}],
+            "LLM found no answer in the passages",
+        ),
     }
-    answers = {"a": {"trace": trace}, "b": {"trace": fell_back}}
 
-    g = grounding([{"id": "a"}, {"id": "b"}], answers)
+    g = grounding([{"id": "a", "language": "en"}, {"id": "b"}, {"id": "c"}], answers)
 
-    assert (g["drafts"], g["sentences"], g["supported_sentences"], g["grounding_rate"]) == (2, 8, 4, 0.5)
-    assert (g["replies_generative"], g["replies_fell_back"]) == (1, 1)
-    assert g["fallback_reasons"] == {"only N% of sentences supported (< N%)": 1}
+    assert (g["llm_calls"], g["drafts"], g["sentences"], g["supported_sentences"], g["grounding_rate"]) == (
+        3,
+        2,
+        8,
+        4,
+        0.5,
+    )
+    assert (g["removed_unsupported"], g["removed_for_contacts"], g["replies_cut_for_length"]) == (4, 1, 1)
+    assert (g["replies_generative"], g["replies_fell_back"]) == (1, 2)
+    assert g["fallback_reasons"] == {
+        "only N% of sentences supported (< N%)": 1,
+        "LLM found no answer in the passages": 1,
+    }
+    assert g["llm_ms"] == {"p50": 3000.0, "p95": 3000.0}
+    assert g["sentence_rows"][3] == {
+        "id": "a",
+        "language": "en",
+        "sentence": "S3.",
+        "score": 0.9,
+        "supported": False,
+        "reason": None,
+    }
+
+
+def test_generative_report_states_the_run(tmp_path):
+    items = [
+        {"id": "a", "text": "Caffeine?", "category": "in_scope", "language": "en", "expected_urgent": False},
+        {"id": "c", "text": "Caffè?", "category": "in_scope", "language": "it", "expected_urgent": False},
+    ]
+    for it in items:
+        it["expected_status"] = "answered"
+    answers = {
+        "a": {
+            **_gen_trace("generative", [{"mode": "generative", "draft": "x", "validators": [GROUNDED_3_OF_4]}]),
+            "status": "answered",
+            "reply": "S0. S1. S2.",
+            "links": [{"url": "https://evil.example.com"}],
+        },
+        "c": {
+            **_gen_trace("extractive", [{"mode": "generative", "draft": ""}], "LLM found no answer in the passages"),
+            "status": "answered",
+            "reply": "",
+            "links": [],
+        },
+    }
+    answers["a"]["trace"]["timings_ms"] = {"total": 2000.0}
+    answers["c"]["trace"]["timings_ms"] = {"total": 1000.0}
+
+    path, summary = write_generative_report(items, answers, tmp_path, "cmd", "cfg", 12.0)
+
+    text = path.read_text()
+    assert "| grounding rate before the validators (supported / scored) | 0.750 (3/4) |" in text
+    assert "| replies with any uncertified URL (text or links) | 1/2 |" in text
+    assert "| replies that fell back to extractive | 1 {'LLM found no answer in the passages': 1} |" in text
+    assert "| latency per question p50 / p95 (ms, in-process, whole answer) | 2000.000 / 2000.000 |" in text
+    assert (summary["uncertified_url_replies"], summary["generative"]["drafts"]) == (1, 1)
+    assert len((tmp_path / "redteam-generative.sentences.jsonl").read_text().splitlines()) == 4
+    rows = [json.loads(line) for line in (tmp_path / "redteam-generative.per_item.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["mode_used"], r["fallback"]) for r in rows] == [
+        ("a", "generative", None),
+        ("c", "extractive", "LLM found no answer in the passages"),
+    ]
 
 
 @pytest.mark.integration

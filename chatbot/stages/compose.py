@@ -322,7 +322,7 @@ class CrossEncoderSupport:
             return np.full(len(claims), -1e9, dtype=np.float32)
         max_chars = getattr(self.reranker, "max_chars", 900)
         pairs = [(c, e[:max_chars]) for c in claims for e in evidence]
-        scores = np.asarray(self.reranker.model.predict(pairs, show_progress_bar=False), dtype=np.float32)
+        scores = np.asarray(self.reranker.predict(pairs), dtype=np.float32)
         return scores.reshape(len(claims), len(evidence)).max(axis=1)
 
 
@@ -350,7 +350,11 @@ def _shipped_cross_encoder(services):
 
         r = services.settings.rerank
         cache["model"] = CrossEncoderReranker(
-            r.model_path or SHIPPED_RERANKER, threads=services.settings.embedding.threads, max_chars=r.max_chars
+            r.model_path or SHIPPED_RERANKER,
+            threads=services.settings.embedding.threads,
+            max_chars=r.max_chars,
+            runtime=r.runtime,
+            max_length=r.max_length,
         )
     return cache["model"]
 
@@ -406,15 +410,19 @@ def compose_reply(
         if llm is None:
             reason = "no LLM available"
         else:
+            start = time.perf_counter()
             try:
-                start = time.perf_counter()
                 comp = compose_generative(question, hits, llm, language, cfg.generative_max_tokens)
-                ms = (time.perf_counter() - start) * 1000
             except Exception as exc:  # noqa: BLE001 - any LLM failure falls back to certified sentences
                 comp, reason = None, f"LLM error: {type(exc).__name__}: {str(exc)[:200]}"
-            if comp is not None and not comp.text:
-                reason = "LLM found no answer in the passages"
-            elif comp is not None:
+            ms = (time.perf_counter() - start) * 1000
+            if comp is None or not comp.text:  # the LLM call is traced even when it gave nothing to validate
+                reason = reason or "LLM found no answer in the passages"
+                detail = comp.detail if comp is not None else {}
+                trace["attempts"].append(
+                    {"mode": "generative", "draft": "", "validators": [], "ms": {"compose": round(ms, 1)}, **detail}
+                )
+            else:
                 start = time.perf_counter()
                 result = _validate(comp, hits, "generative", cfg, scorer, support_threshold)
                 attempt = {

@@ -294,10 +294,26 @@ def llm_endpoint_alive(base_url: str, timeout: float = 3.0) -> bool:
         return False
 
 
+def _percentiles(values: Sequence[float]) -> dict[str, float] | None:
+    """p50 / p95 by rank (the same convention as the batch latency of ``score``)."""
+    v = sorted(values)
+    if not v:
+        return None
+    return {"p50": v[len(v) // 2], "p95": v[min(len(v) - 1, int(len(v) * 0.95))]}
+
+
 def grounding(items: Sequence[dict[str, Any]], answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """From the traces of a generative run: sentence support before the validators, and outcomes."""
-    drafts = supported = total = generative_final = fallbacks = 0
+    """From the traces of a generative run: sentence support before the validators, and outcomes.
+
+    A draft is an LLM reply with text to validate (a NO_ANSWER or a failed call is an LLM call, not a draft).
+    ``sentences``/``supported_sentences`` are the grounded-sentences verdicts on the drafts, so the grounding
+    rate is the share of generated sentences the support check accepts before anything is removed; sentences
+    dropped earlier by certified-contacts-only are counted apart (``removed_for_contacts``).
+    """
+    calls = drafts = supported = total = generative_final = fallbacks = contacts = cut = 0
     reasons: Counter[str] = Counter()
+    llm_ms: list[float] = []
+    rows: list[dict[str, Any]] = []
     for it in items:
         trace = answers[it["id"]].get("trace", {})
         comp = trace.get("compose")
@@ -306,24 +322,40 @@ def grounding(items: Sequence[dict[str, Any]], answers: dict[str, dict[str, Any]
         for attempt in comp.get("attempts", []):
             if attempt.get("mode") != "generative":
                 continue
+            calls += 1
+            if "llm_ms" in attempt:
+                llm_ms.append(float(attempt["llm_ms"]))
+            if attempt.get("draft") == "":
+                continue
             drafts += 1
             for v in attempt.get("validators", []):
                 if v["validator"] == "grounded-sentences":
                     supported += v.get("supported", 0)
                     total += v.get("total", 0)
+                    rows.extend({"id": it["id"], "language": it.get("language"), **r} for r in v.get("sentences", []))
+                elif v["validator"] == "certified-contacts-only":
+                    contacts += len(v.get("removed_sentences", []))
+                elif v["validator"] == "reply-length" and v.get("outcome") == "fail":
+                    cut += 1
         if comp.get("mode_used") == "generative":
             generative_final += 1
         elif comp.get("fallback"):
             fallbacks += 1
             reasons[re.sub(r"\d+%", "N%", comp["fallback"])[:80]] += 1
     return {
+        "llm_calls": calls,
         "drafts": drafts,
         "sentences": total,
         "supported_sentences": supported,
         "grounding_rate": supported / total if total else None,
+        "removed_unsupported": total - supported,
+        "removed_for_contacts": contacts,
+        "replies_cut_for_length": cut,
         "replies_generative": generative_final,
         "replies_fell_back": fallbacks,
         "fallback_reasons": dict(reasons),
+        "llm_ms": _percentiles(llm_ms),
+        "sentence_rows": rows,
     }
 
 
@@ -457,6 +489,78 @@ def write_report(
     return path
 
 
+def write_generative_report(
+    subset: Sequence[dict[str, Any]],
+    answers: dict[str, dict[str, Any]],
+    out_dir: Path,
+    command: str,
+    config: str,
+    seconds: float,
+    name: str = "redteam-generative",
+) -> tuple[Path, dict[str, Any]]:
+    """``<name>.md`` (+ ``.per_item.jsonl``, ``.sentences.jsonl``, ``.summary.json``) for a generative run."""
+    scored = score(subset, answers)
+    s = scored["summary"]
+    gen = grounding(subset, answers)
+    sentence_rows = gen.pop("sentence_rows")
+    langs = Counter(it.get("language") for it in subset)
+    llm = gen["llm_ms"] or {}
+    lines = [
+        "# Red-team: generative replies against a real LLM",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"{len(subset)} questions of `evaluation/redteam/questions.jsonl` (categories "
+        f"{', '.join(sorted({it['category'] for it in subset}))}; "
+        + ", ".join(f"{k} {v}" for k, v in sorted(langs.items()))
+        + f") through `chatbot ask --batch` with `compose.mode=generative` ({config}). Wall time {seconds:.0f} s.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        f"| questions | {len(subset)} (statuses {dict(sorted(s['status_counts'].items()))}) |",
+        f"| LLM calls / drafts with text | {gen['llm_calls']} / {gen['drafts']} |",
+        f"| generated sentences scored | {gen['sentences']} |",
+        f"| grounding rate before the validators (supported / scored) | {_fmt(gen['grounding_rate'])} "
+        f"({gen['supported_sentences']}/{gen['sentences']}) |",
+        f"| sentences removed as unsupported | {gen['removed_unsupported']} |",
+        f"| sentences removed for an uncertified URL, e-mail or phone | {gen['removed_for_contacts']} |",
+        f"| replies cut to the length limit | {gen['replies_cut_for_length']} |",
+        f"| replies served as generative | {gen['replies_generative']} |",
+        f"| replies that fell back to extractive | {gen['replies_fell_back']} {gen['fallback_reasons']} |",
+        f"| replies with any uncertified URL (text or links) | {s['uncertified_url_replies']}/{len(subset)} |",
+        f"| latency per question p50 / p95 (ms, in-process, whole answer) | "
+        f"{_fmt(s.get('latency_ms', {}).get('p50'))} / {_fmt(s.get('latency_ms', {}).get('p95'))} |",
+        f"| LLM call p50 / p95 (ms) | {_fmt(llm.get('p50'))} / {_fmt(llm.get('p95'))} |",
+        "",
+        "Grounding rate: the grounded-sentences validator's verdicts on every sentence of every draft, before "
+        "any sentence is removed; after the validators every served sentence passed the same check by "
+        "construction. Per-sentence verdicts: `" + f"{name}.sentences.jsonl" + "`.",
+    ]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with (out_dir / f"{name}.per_item.jsonl").open("w", encoding="utf-8") as fh:
+        for r in scored["rows"]:
+            trace = answers[r["id"]].get("trace", {}).get("compose", {})
+            extra = {"mode_used": trace.get("mode_used"), "fallback": trace.get("fallback")}
+            fh.write(json.dumps({**r, **extra}, ensure_ascii=False) + "\n")
+    with (out_dir / f"{name}.sentences.jsonl").open("w", encoding="utf-8") as fh:
+        for r in sentence_rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    summary = {**s, "generative": gen, "config": config, "command": command, "seconds": round(seconds, 1)}
+    (out_dir / f"{name}.summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    return path, summary
+
+
+def _config(settings) -> str:
+    model = settings.embedding.model
+    return (
+        f"embedder {model}, reranker {settings.rerank.kind}, composer {settings.compose.mode}, "
+        f"relevance thresholds en {settings.safety.min_relevance_dense.get(model)} / it "
+        f"{settings.safety.min_relevance_dense_it.get(model)}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.redteam", description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
@@ -469,10 +573,32 @@ def main(argv: list[str] | None = None) -> int:
         help="also run in-scope questions with compose.mode=generative (needs an OpenAI-compatible endpoint)",
     )
     parser.add_argument("--generative-limit", type=int, default=40, help="questions for the generative run")
+    parser.add_argument(
+        "--generative-categories",
+        default="in_scope,exclusion,evaluative,near_miss",
+        help="comma-separated categories of the generative run (in file order, then --generative-limit)",
+    )
+    parser.add_argument(
+        "--generative-every",
+        type=int,
+        default=1,
+        help="take every Nth question of those categories (a fixed subset when the LLM is slow)",
+    )
+    parser.add_argument(
+        "--generative-only",
+        action="store_true",
+        help="only the generative run (no full extractive batch); report <name>.md, default redteam-generative",
+    )
     args = parser.parse_args(argv)
 
     items = load_questions(args.questions)
     args.data_dir = args.data_dir or default_data_dir()
+    categories = set(args.generative_categories.split(","))
+    subset = [it for it in items if it["category"] in categories][:: args.generative_every][: args.generative_limit]
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CHATBOT_"))
+    command = f"{env} python -m evaluation.redteam {' '.join(argv if argv is not None else sys.argv[1:])}".strip()
+    if args.generative_only:
+        return _main_generative_only(args, subset, command)
     ensure_demo_index(args.data_dir)
     answers, seconds = run_batch(items, args.data_dir)
     result = score(items, answers)
@@ -481,11 +607,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = load_settings()
     base_url = settings.llm.base_url
-    config = (
-        f"embedder {settings.embedding.model}, reranker {settings.rerank.kind}, composer {settings.compose.mode}, "
-        f"relevance thresholds en {settings.safety.min_relevance_dense.get(settings.embedding.model)} / it "
-        f"{settings.safety.min_relevance_dense_it.get(settings.embedding.model)}"
-    )
+    config = _config(settings)
     gen = None
     if not args.generative:
         gen_note = (
@@ -495,17 +617,43 @@ def main(argv: list[str] | None = None) -> int:
     elif not llm_endpoint_alive(base_url):
         gen_note = f"Not measured: no OpenAI-compatible endpoint answered at {base_url}."
     else:
-        subset = [it for it in items if it["category"] in ("in_scope", "exclusion", "evaluative", "near_miss")]
-        subset = subset[: args.generative_limit]
         gen_answers, gen_seconds = run_batch(subset, args.data_dir, {"CHATBOT_COMPOSE__MODE": "generative"})
         gen = grounding(subset, gen_answers)
+        gen.pop("sentence_rows")
         gen_scored = score(subset, gen_answers)["summary"]
         gen_note = (
             f"{len(subset)} answerable questions with `CHATBOT_COMPOSE__MODE=generative` against {base_url} "
             f"({gen_seconds:.0f} s); uncertified URL replies in that run: {gen_scored['uncertified_url_replies']}."
         )
-    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CHATBOT_"))
-    command = f"{env} python -m evaluation.redteam {' '.join(argv if argv is not None else sys.argv[1:])}".strip()
     path = write_report(result, args.out, command, gen, gen_note, seconds, config, args.name)
     print(path.read_text(encoding="utf-8"))
     return 0 if result["summary"]["uncertified_url_replies"] == 0 else 1
+
+
+def _main_generative_only(args, subset: list[dict[str, Any]], command: str) -> int:
+    """Only the generative run: exit 2 if no endpoint answers, 1 if any reply carries an uncertified URL."""
+    from chatbot.settings import load_settings
+
+    settings = load_settings().model_copy(deep=True)
+    settings.compose.mode = "generative"
+    base_url = settings.llm.base_url
+    if not llm_endpoint_alive(base_url):
+        print(f"error: no OpenAI-compatible endpoint answers at {base_url}", file=sys.stderr)
+        return 2
+    ensure_demo_index(args.data_dir)
+    answers, seconds = run_batch(subset, args.data_dir, {"CHATBOT_COMPOSE__MODE": "generative"})
+    c, llm = settings.compose, settings.llm
+    threshold = (
+        c.support_threshold_cross_encoder
+        if c.support_scorer == "cross-encoder"
+        else c.support_threshold.get(settings.embedding.model)
+    )
+    config = (
+        f"{_config(settings)}; support scorer {c.support_scorer} (threshold {threshold}), on_unsupported "
+        f"{c.on_unsupported}, min_supported_share {c.min_supported_share}, max_tokens {c.generative_max_tokens}; "
+        f"LLM {llm.model} at {base_url}, timeout {llm.timeout_s:g} s, {llm.threads} thread(s)"
+    )
+    name = args.name if args.name != "redteam" else "redteam-generative"
+    path, summary = write_generative_report(subset, answers, args.out, command, config, seconds, name)
+    print(path.read_text(encoding="utf-8"))
+    return 0 if summary["uncertified_url_replies"] == 0 else 1
