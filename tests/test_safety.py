@@ -238,7 +238,7 @@ import json  # noqa: E402
 from chatbot.answer import answer  # noqa: E402
 from chatbot.pipeline import Services  # noqa: E402
 from chatbot.settings import Settings  # noqa: E402
-from chatbot.stages.compose import split_sentences  # noqa: E402
+from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences  # noqa: E402
 from chatbot.stages.safety import NO_CERTIFIED_INFO, UNSUPPORTED_LANGUAGE  # noqa: E402
 from corpus.model import Document  # noqa: E402
 from corpus.segmenter import segment_documents  # noqa: E402
@@ -436,3 +436,92 @@ def test_generative_reply_through_an_openai_compatible_server(tmp_path, fake_emb
         assert "Why is asthma worse at night?" in sent and "Asthma often gets worse at night." in sent
     else:
         assert result["trace"]["compose"]["fallback"].startswith("LLM error: LLMUnavailable")
+
+
+# -- Italian replies end to end --------------------------------------------------------------------------------
+
+ASMA = Document(
+    "asma",
+    "Asma di notte",
+    "https://example.org/asma",
+    "L'asma (asthma) peggiora spesso di notte. Un piano scritto per l'asma aiuta a dormire meglio.",
+    language="it",
+)
+
+
+@pytest.fixture
+def bilingual(tmp_path, fake_embedder):
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "italian-tests"},
+        rerank={"kind": "fusion", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
+        embedding={"model": "minilm"},
+    )
+    services = Services(settings)
+    services.__dict__["embedder"] = fake_embedder
+    services.index.sync(segment_documents([*DOCS, ASMA], max_chars=200, min_chars=40))
+    return services
+
+
+def test_an_italian_question_gets_the_italian_certified_text(bilingual):
+    result = answer("Perché l'asma (asthma) peggiora di notte?", bilingual)
+
+    assert (result["status"], result["language"]) == ("answered", "it")
+    assert result["reply"] == "L'asma (asthma) peggiora spesso di notte."  # the Italian card, verbatim
+    assert {link["url"] for link in result["links"]} >= {"https://example.org/asma", "https://example.org/asthma"}
+
+
+def test_an_english_question_gets_the_english_text_even_when_italian_text_matches(bilingual):
+    result = answer("Why is asthma worse at night?", bilingual)
+
+    assert (result["status"], result["language"], result["reply"]) == ("answered", "en", DOCS[0].text)
+
+
+def test_an_italian_question_on_english_only_content_says_so_in_italian(services):
+    result = answer("Perché l'asma (asthma) peggiora di notte?", services)
+
+    assert (result["status"], result["language"]) == ("answered", "it")
+    assert result["reply"] == f"{OTHER_LANGUAGE_NOTE['it']}\n\n{DOCS[0].text}"
+
+
+def test_italian_fixed_replies(services):
+    nothing = answer("Qual è la capitale della Francia?", services)
+    dosage = answer("Quante compresse di paracetamolo posso prendere per l'asma (asthma)?", services)
+
+    assert (nothing["status"], nothing["reply"], nothing["links"]) == ("no_certified_info", NO_CERTIFIED_INFO["it"], [])
+    assert (dosage["status"], dosage["reply"]) == ("safe_reply", SAFE_REPLY[("dosage", "it")])
+    assert dosage["links"][0]["url"] == "https://example.org/asthma"
+
+
+def test_a_generative_reply_to_an_italian_question_is_asked_for_in_italian(bilingual):
+    class RecordingLLM:
+        def __init__(self) -> None:
+            self.messages: list = []
+
+        def complete(self, messages, max_tokens):
+            self.messages.append(messages)
+            return "L'asma (asthma) peggiora spesso di notte."
+
+    llm = RecordingLLM()
+    bilingual.settings.compose.mode = "generative"
+    bilingual.__dict__["llm"] = llm
+
+    result = answer("Perché l'asma (asthma) peggiora di notte?", bilingual)
+
+    assert (result["status"], result["reply"]) == ("answered", "L'asma (asthma) peggiora spesso di notte.")
+    assert result["trace"]["compose"]["mode_used"] == "generative"
+    system, user = llm.messages[0]
+    assert "sentences in Italian." in system["content"]
+    assert user["content"].endswith("Answer in Italian from the passages only.")
+
+
+def test_the_answer_json_carries_each_validators_outcome(services):
+    result = json.loads(json.dumps(answer("Why is asthma worse at night?", services)))
+
+    assert (result["status"], result["reply"]) == ("answered", "Asthma often gets worse at night.")
+    assert result["trace"]["validators"] == [
+        {"mode": "extractive", "validator": "verbatim-certified", "outcome": "pass", "sentences": 1},
+        {"mode": "extractive", "validator": "certified-contacts-only", "outcome": "pass", "uncertified": []},
+        {"mode": "extractive", "validator": "reply-length", "outcome": "pass", "chars": 33, "limit": 600},
+    ]
+    assert result["trace"]["compose"]["mode_used"] == "extractive"
