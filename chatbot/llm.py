@@ -407,6 +407,26 @@ class LLMClient:
         self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any
     ) -> tuple[str, dict[str, Any]]:
         """(text, stats): stats has the call's wall time, token counts and the server's own timings."""
+        return self._create(messages, max_tokens, temperature, **kw)[:2]
+
+    def token_logprobs(
+        self, messages: list[dict[str, str]], top_logprobs: int = 10, max_tokens: int = 1, **kw: Any
+    ) -> tuple[str, list[list[tuple[str, float]]], dict[str, Any]]:
+        """One greedy completion with the log-probabilities of the likeliest alternatives of each generated
+        token: (text, per token [(token, logprob), ...] best first, stats). No free generation: the caller
+        reads a distribution (e.g. over True/False with max_tokens 1)."""
+        text, stats, resp = self._create(messages, max_tokens, 0.0, logprobs=True, top_logprobs=top_logprobs, **kw)
+        try:
+            content = resp.choices[0].logprobs.content or []
+            alternatives = [[(str(t.token), float(t.logprob)) for t in (tok.top_logprobs or [])] for tok in content]
+        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise LLMUnavailable("garbage", f"no log-probabilities in the response: {str(resp)[:200]!r}") from exc
+        return text, alternatives, stats
+
+    def _create(
+        self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any
+    ) -> tuple[str, dict[str, Any], Any]:
+        """(text, stats, raw response) of one chat completion; every failure is an LLMUnavailable."""
         import openai
         import pydantic
 
@@ -450,7 +470,7 @@ class LLMClient:
                 for k, v in timings.items()
                 if k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
             }
-        return text, stats
+        return text, stats, resp
 
 
 # -- `chatbot llm start|stop|status` -------------------------------------------------------------------

@@ -289,6 +289,45 @@ class HydeSettings(_Group):
     )
 
 
+class LogicalSettings(_Group):
+    """The ``logical`` pipeline (chatbot/logical). A field left at its default keeps the pipeline's module
+    configuration (``chatbot.logical.pipeline.CONFIG``, which the benchmarks change); a changed one wins."""
+
+    mode: Literal["fuzzy", "probabilistic"] = Field(
+        default="fuzzy",
+        description="fuzzy: ITLR operators on the term scores; probabilistic: calibrated term scores as "
+        "independent probabilities and the exact probability that the whole query holds (OrLog). Same cost.",
+    )
+    and_op: Literal["product", "sum", "min"] = Field(default="product", description="AND operator (fuzzy mode).")
+    or_op: Literal["sum", "max"] = Field(default="sum", description="OR operator (fuzzy mode).")
+    not_op: Literal["one_minus", "inverse"] = Field(default="one_minus", description="NOT operator (fuzzy mode).")
+    calibrate: bool = Field(
+        default=False,
+        description="Fuzzy mode on calibrated term scores σ((s−τ)·λ) (chatbot/logical/calibration.json, fitted "
+        "per embedder by `python -m chatbot.logical.calibrate`).",
+    )
+    term_scorer: Literal["embedding", "llm-logprob"] = Field(
+        default="embedding",
+        description="How a term is scored against a candidate segment. embedding: cosine of the term's and the "
+        "segment's vectors (no LLM, ~5 ms per question). llm-logprob (OrLog predicate plausibility): for the "
+        "top llm_candidates segments, one 1-token LLM completion per segment and term, P(True) read from the "
+        "log-probabilities of True/False; with the embedded 1.5B model on 2 cores that is 20 × (terms) calls, "
+        "~1-3 s each (the segment is read once per segment thanks to the prompt cache): minutes per question, "
+        "a benchmark option, not for patients (see evaluation/results/logical-orlog.md).",
+    )
+    llm_candidates: int = Field(
+        default=20,
+        ge=1,
+        description="llm-logprob: segments rescored by the LLM (OrLog uses the top 20); cost grows linearly.",
+    )
+    llm_max_chars: int = Field(
+        default=600,
+        ge=50,
+        description="llm-logprob: a segment is cut to this many characters in the prompt (~4 characters per "
+        "token, read at ~10-50 tokens/s on this box: shorter is faster but may cut the evidence).",
+    )
+
+
 class StoreSettings(_Group):
     url: str | None = Field(
         default=None,
@@ -527,6 +566,7 @@ class Settings(BaseSettings):
     compose: ComposeSettings = Field(default_factory=ComposeSettings, description="Reply composer and validators.")
     safety: SafetySettings = Field(default_factory=SafetySettings, description="Safety screen and refusals.")
     hyde: HydeSettings = Field(default_factory=HydeSettings, description="HyDE and CoT pipelines.")
+    logical: LogicalSettings = Field(default_factory=LogicalSettings, description="Logical pipeline.")
     store: StoreSettings = Field(default_factory=StoreSettings, description="App database and answer memory.")
     server: ServerSettings = Field(default_factory=ServerSettings, description="Web server (`chatbot serve`).")
 

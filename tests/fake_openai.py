@@ -4,6 +4,12 @@ Modes: ``ok`` (canned reply), ``slow`` (sleeps ``delay_s`` before answering), ``
 body that is not JSON), ``nonsense`` (a valid completion whose text is symbols), ``null`` (content null),
 ``error`` (HTTP 500). ``down`` is a port nobody listens on (``closed_port()``). Every request body is
 recorded in ``requests``. ``reply`` is a string or a function of the request body.
+
+Log-probabilities: when a request asks for them (``logprobs: true``) and ``logprobs`` is set, the choice
+carries them in the OpenAI shape (``choices[0].logprobs.content[0].top_logprobs``): ``logprobs`` is a list
+of (token, logprob) alternatives for the single generated token, best first, or a function of the request
+body returning one (or None: no ``logprobs`` field at all). The generated text is then the first listed
+token, cut to ``top_logprobs`` alternatives like a real server.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = str | Callable[[dict[str, Any]], str]
+Alternatives = list[tuple[str, float]]
+LogProbs = Alternatives | Callable[[dict[str, Any]], Alternatives | None] | None
 
 
 def closed_port() -> int:
@@ -26,13 +34,18 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def completion(text: str | None, model: str = "fake") -> dict[str, Any]:
+def completion(text: str | None, model: str = "fake", alternatives: Alternatives | None = None) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    if alternatives is not None:
+        top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives]
+        first = top[0] if top else {"token": text or "", "logprob": 0.0, "bytes": None}
+        choice["logprobs"] = {"content": [{**first, "top_logprobs": top}]}
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [choice],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         "timings": {"prompt_n": 10, "prompt_ms": 1.0, "predicted_n": 5, "predicted_ms": 2.0},
     }
@@ -43,6 +56,7 @@ class FakeOpenAIServer:
         self.reply = reply
         self.mode = mode
         self.delay_s = 2.0
+        self.logprobs: LogProbs = None
         self.requests: list[dict[str, Any]] = []
         fake = self
 
@@ -88,7 +102,13 @@ class FakeOpenAIServer:
                     self._send(200, json.dumps(completion(None)).encode())
                 else:
                     text = fake.reply(body) if callable(fake.reply) else fake.reply
-                    self._send(200, json.dumps(completion(text, body.get("model", "fake"))).encode())
+                    alternatives = None
+                    if body.get("logprobs") and fake.logprobs is not None:
+                        alternatives = fake.logprobs(body) if callable(fake.logprobs) else fake.logprobs
+                    if alternatives is not None:
+                        alternatives = list(alternatives)[: int(body.get("top_logprobs") or 1)]
+                        text = alternatives[0][0] if alternatives else text
+                    self._send(200, json.dumps(completion(text, body.get("model", "fake"), alternatives)).encode())
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -15,7 +15,17 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
      on the cosines, so reranking sharpens relevance without undoing the exclusion;
    - ``composed``: the composed score only;
    - ``rerank``: rerank the positive text and ignore the penalties (shows what an ordinary rerank undoes).
-7. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
+7. Optional OrLog predicate plausibility (``term_scorer`` "llm-logprob"): the top ``llm_candidates``
+   segments of that order are rescored with every term's P(True) from one 1-token LLM completion each
+   (``plausibility.py``), composed over the same tree (the exact probability in probabilistic mode) and
+   reordered by it (ties keep the previous order); the other candidates follow unchanged. A pair without a
+   plausibility keeps its embedding value and is counted in the trace.
+8. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
+
+Configuration: the module-level ``CONFIG`` (benchmarks change it), overlaid with every ``logical.*`` setting
+that differs from its default (``config_for``); named variants (``VARIANTS``: ``logical-prob``,
+``logical-minmax``, ``logical-orlog``, ...) apply their changes on top, so each is one pipeline name for
+``chatbot eval retrieval --pipeline``.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from chatbot.stages.rerank import best_per_document
 from corpus.segmenter import embedding_text
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
+TERM_SCORERS = ("embedding", "llm-logprob")
 
 
 @dataclass
@@ -59,6 +70,9 @@ class LogicalConfig:
     second_segment_weight: float = 0.5  # document score = best segment + w · second-best segment (0: best only)
     query_source: str = "detector"  # detector | auto (LLM when services.llm works) | llm
     trace_top: int = 10  # candidates whose per-term scores go into RetrievalResult.info
+    term_scorer: str = "embedding"  # embedding | llm-logprob (OrLog predicate plausibility on the top candidates)
+    llm_candidates: int = 20  # llm-logprob: segments rescored by the LLM
+    llm_max_chars: int = 600  # llm-logprob: passage length in the prompt
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -67,6 +81,8 @@ class LogicalConfig:
             raise ValueError(f"final {self.final!r}: one of {FINAL_MODES}")
         if self.query_source not in ("detector", "auto", "llm"):
             raise ValueError(f"query_source {self.query_source!r}: detector, auto or llm")
+        if self.term_scorer not in TERM_SCORERS:
+            raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
 
 
 CONFIG = LogicalConfig()
@@ -77,6 +93,32 @@ def configure(**changes: Any) -> LogicalConfig:
     global CONFIG
     CONFIG = replace(CONFIG, **changes)
     return CONFIG
+
+
+# Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
+_SETTING_FIELDS = ("mode", "calibrate", "term_scorer", "llm_candidates", "llm_max_chars")
+
+
+def config_for(settings: Any, base: LogicalConfig | None = None) -> LogicalConfig:
+    """``base`` (default: ``CONFIG``) with every ``logical.*`` setting that differs from its default applied
+    (e.g. ``CHATBOT_LOGICAL__AND_OP=min`` or ``--set logical.term_scorer=llm-logprob``)."""
+    from chatbot.settings import LogicalSettings
+
+    base = base or CONFIG
+    group = getattr(settings, "logical", None)
+    if group is None:
+        return base
+    default = LogicalSettings()
+    changed = {k for k in LogicalSettings.model_fields if getattr(group, k) != getattr(default, k)}
+    changes: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS if k in changed}
+    if changed & {"and_op", "or_op", "not_op"}:
+        ops = base.ops
+        changes["ops"] = Operators(
+            group.and_op if "and_op" in changed else ops.and_,
+            group.or_op if "or_op" in changed else ops.or_,
+            group.not_op if "not_op" in changed else ops.not_,
+        )
+    return replace(base, **changes) if changes else base
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -246,6 +288,15 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         final = timed(timings, "rerank", rerank)
 
     order = np.argsort(-final, kind="stable")
+    n_llm = 0
+    plausibility_info: dict[str, Any] | None = None
+    llm_probs: dict[str, dict[int, float]] = {}
+    if config.term_scorer == "llm-logprob":
+        order, final, n_llm, plausibility_info, llm_probs = timed(
+            timings,
+            "plausibility",
+            lambda: plausibility_rescore(query, names, candidates, order, final, values, services, config),
+        )
     scored = [
         Hit(
             candidates[i].segment,
@@ -255,11 +306,18 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
                 "composed": float(composed[i]),
                 **{f"term:{t}": float(cosines[t][i]) for t in names},
                 **{f"rerank:{t}": float(s[i]) for t, s in rerank_scores.items()},
+                **({f"llm:{t}": _finite_or_none(llm_probs[t].get(i)) for t in names} if n_llm else {}),
             },
         )
         for i in order
     ]
-    ranked = aggregate_documents(scored, config.second_segment_weight)
+    if n_llm:  # the LLM-rescored candidates stay ahead of the others (OrLog reranks only its top-k)
+        head = aggregate_documents(scored[:n_llm], config.second_segment_weight)
+        seen = {h.segment.doc_id for h in head}
+        tail = aggregate_documents(scored[n_llm:], config.second_segment_weight)
+        ranked = head + [h for h in tail if h.segment.doc_id not in seen]
+    else:
+        ranked = aggregate_documents(scored, config.second_segment_weight)
     top = ranked[: settings.retrieval.top_n]
     shown = ranked[: config.trace_top]
     logical_info.update(
@@ -283,12 +341,92 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             "term_scores": {t: {h.segment.id: round(h.detail[f"term:{t}"], 4) for h in shown} for t in names},
             "composed": {h.segment.id: round(h.detail["composed"], 4) for h in shown},
             "final_scores": {h.segment.id: round(h.score, 4) for h in shown},
+            "term_scorer": config.term_scorer,
         }
     )
+    if plausibility_info is not None:
+        plausibility_info["p_true"] = {
+            t: {h.segment.id: h.detail.get(f"llm:{t}") for h in shown if f"llm:{t}" in h.detail} for t in names
+        }
+        logical_info["plausibility"] = plausibility_info
     return RetrievalResult(question, candidates, ranked, top, timings, {"logical": logical_info})
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), 4)
+
+
+def plausibility_rescore(
+    query: Node,
+    names: list[str],
+    candidates: list[Hit],
+    order: np.ndarray,
+    final: np.ndarray,
+    values: dict[str, np.ndarray],
+    services: Services,
+    config: LogicalConfig,
+) -> tuple[np.ndarray, np.ndarray, int, dict[str, Any], dict[str, dict[int, float]]]:
+    """OrLog predicate plausibility on the top ``llm_candidates`` of ``order``: (new order, new scores, how
+    many were rescored, trace info, per term {candidate index: P(True) or NaN}).
+
+    A pair the LLM could not score keeps its embedding value (``values``: the cosine, or its calibration in
+    probabilistic mode); if no pair got a plausibility, order and scores are left as they were."""
+    from chatbot.logical.plausibility import llm_plausibilities
+
+    top = order[: config.llm_candidates]
+    try:
+        llm = getattr(services, "llm", None)
+    except Exception:  # a property that cannot build its client
+        llm = None
+    run = llm_plausibilities(llm, names, [candidates[i].segment for i in top], config.llm_max_chars)
+    probs = {t: dict(zip(top.tolist(), run.probs[t].tolist(), strict=True)) for t in names}
+    got = sum(int(np.isfinite(run.probs[t]).sum()) for t in names)
+    info: dict[str, Any] = {
+        "scorer": "llm-logprob",
+        "candidates": len(top),
+        "pairs": len(top) * len(names),
+        "llm_pairs": got,
+        "fallback_pairs": len(top) * len(names) - got,
+        **run.info(),
+    }
+    if got == 0:
+        info["fallback"] = "no plausibility at all: embedding order kept"
+        return order, final, 0, info, probs
+    mixed = {t: np.where(np.isfinite(run.probs[t]), run.probs[t], values[t][top]) for t in names}
+    rho = combine(query, mixed, config)
+    new_top = top[np.argsort(-rho, kind="stable")]  # ties keep the previous order (OrLog §3.7)
+    new_final = np.asarray(final, dtype=np.float64).copy()
+    new_final[top] = rho
+    return np.concatenate([new_top, order[len(top) :]]), new_final, len(top), info, probs
 
 
 @register_pipeline("logical")
 def logical_pipeline(question: str, services: Services) -> RetrievalResult:
     """Exclusion-style questions → logical query and composed scores; all others → naive, unchanged."""
-    return logical_retrieve(question, services)
+    return logical_retrieve(question, services, config_for(services.settings))
+
+
+# Named variants: one pipeline name each for `chatbot eval retrieval --pipeline` (several in one run);
+# each applies its changes on top of the configuration `logical` would use. Keep the names in
+# chatbot/pipeline.py's lazy registry in step (a test checks).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "logical-prob": {"mode": "probabilistic"},
+    "logical-calibrated": {"calibrate": True},
+    "logical-minmax": {"ops": Operators("min", "max", "one_minus")},
+    "logical-and-sum": {"ops": Operators("sum", "sum", "one_minus")},
+    "logical-not-inverse": {"ops": Operators("product", "sum", "inverse")},
+    "logical-composed": {"final": "composed"},
+    "logical-itlr": {"orthogonal_not": False, "second_segment_weight": 0.0},
+    "logical-orlog": {"term_scorer": "llm-logprob", "mode": "probabilistic"},
+}
+
+
+def _variant(changes: dict[str, Any]):
+    def run(question: str, services: Services) -> RetrievalResult:
+        return logical_retrieve(question, services, replace(config_for(services.settings), **changes))
+
+    return run
+
+
+for _name, _changes in VARIANTS.items():
+    register_pipeline(_name)(_variant(_changes))
