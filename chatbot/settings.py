@@ -418,6 +418,12 @@ class ServerSettings(_Group):
         description="Mark the session cookie Secure (sent over HTTPS only). Turn on behind a TLS proxy; off "
         "lets plain-HTTP loopback use work.",
     )
+    trusted_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins (scheme://host[:port]) besides the server's own Host that may send "
+        "state-changing requests (login, review actions, ratings, questions), e.g. the public https address "
+        "when a proxy rewrites Host. Any other Origin is refused with 403 (CSRF defence).",
+    )
     stream_words_per_chunk: int = Field(
         default=4,
         ge=1,

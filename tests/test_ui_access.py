@@ -14,8 +14,10 @@ from tests.browser.support import (
     add_users,
     ask_api,
     build_services,
+    call_direct,
     call_event,
     dependencies,
+    free_port,
     login,
     ui_settings,
 )
@@ -107,7 +109,7 @@ def test_the_patient_api_serves_answers_but_never_traces_or_review_data(clients)
     info = anon.get("/gradio_api/info").json()
     assert info == {"named_endpoints": {}, "unnamed_endpoints": {}}
     deps = dependencies(anon, "")
-    assert len(deps) == 5  # (submit, send) x (answer, stream), thumbs: nothing else lives on the public app
+    assert len(deps) == 6  # (submit, send) x (answer, stream), thumbs, page language: nothing else is public
     result = ask_api(anon, "Is a fever dangerous for a baby?")
     payload = str(result["output"])
     assert "Sources" in payload
@@ -251,3 +253,199 @@ def test_an_admin_creates_a_session_from_the_page_and_an_evaluator_cannot(client
 
     with _pytest.raises(LookupError):
         evals.session_id_by_name(live.state.store, "evil")
+
+
+PAGE_WORDS = {
+    "it": [
+        "Risposte da contenuti certificati",
+        "## Domande su gravidanza e neonato",
+        "Scrivi la tua domanda…",
+        "Invia",
+    ],
+    "en": ["Answers from certified content", "## Pregnancy & baby questions", "Type your question…", "Send"],
+}
+
+
+def test_the_patient_page_speaks_the_browser_language_then_the_patients(clients):
+    from chatbot.stages.safety import SAFE_REPLY
+    from ui.i18n import t
+
+    anon = clients["anonymous"]
+    load = next(i for i, d in enumerate(dependencies(anon, "")) if d["targets"][0][1] == "load")
+
+    def loaded(accept: str) -> list:
+        data = call_direct(anon, "", load, [], {"accept-language": accept}).json()["data"]
+        assert data[4]["value"] == f"<small>{t(accept[:2], 'retention', days=30)}</small>"
+        return [data[0]["label"], data[1]["value"].split("\n")[0], data[2]["placeholder"], data[3]["value"]]
+
+    assert loaded("it-IT,it;q=0.9,en;q=0.8") == PAGE_WORDS["it"]
+    assert loaded("en-GB,en;q=0.9,it;q=0.5") == PAGE_WORDS["en"]
+
+    def asked(question: str) -> tuple[str, list]:
+        data = ask_api(anon, question)["output"]["data"]
+        words = [data[0]["label"], data[3]["value"].split("\n")[0], data[4]["placeholder"], data[5]["value"]]
+        return data[0]["value"][-1]["content"][0]["text"], words
+
+    reply, words = asked("Quanto paracetamolo posso dare al mio bambino di 5 kg?")
+    assert reply.startswith(SAFE_REPLY[("dosage", "it")] + "\n\n**Fonti:**\n1. [")
+    assert words == PAGE_WORDS["it"]
+    reply, words = asked("How much paracetamol can I give my 5 kg baby?")
+    assert reply.startswith(SAFE_REPLY[("dosage", "en")] + "\n\n**Sources:**\n1. [")
+    assert words == PAGE_WORDS["en"]
+
+
+# -- CSRF -----------------------------------------------------------------------------------------------------
+
+
+def test_state_changing_requests_from_another_origin_are_refused(clients, live):
+    from chatbot.store import repo
+
+    clinician, evaluator, anon = clients["clinician"], clients["evaluator"], clients["anonymous"]
+    config = clinician.get("/review/config").json()
+    ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+    flag = _fn(config["dependencies"], ids["flag"], "click")
+    refresh = _fn(config["dependencies"], ids["queue-filter"], "change")
+    turn_id = repo.list_queue(live.state.store, "all")[-1]["id"]
+    body = {"data": [turn_id, None, None, None, [], "forged", "All"], "fn_index": flag, "session_hash": "csrf1"}
+    same_site = f"http://127.0.0.1:{free_port()}"  # another port of this host: the SameSite cookie still travels
+    reviews_before = repo.counts(live.state.store)["reviews"]
+    audit_before = len(repo.audit_entries(live.state.store, limit=10_000))
+    forged = [
+        {"origin": same_site},
+        {"origin": "https://evil.example"},
+        {"origin": "null"},
+        {"referer": "https://evil.example/page.html"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+    ]
+    for headers in forged:
+        for client, path, payload in (
+            (clinician, "/review/gradio_api/queue/join", body),  # a review action with a valid session
+            (evaluator, "/evaluate/gradio_api/queue/join", {**body, "fn_index": 1}),  # a rating
+            (anon, "/gradio_api/queue/join", {**body, "fn_index": 0}),  # a patient question
+            (anon, "/gradio_api/run/predict", {**body, "fn_index": 4}),  # thumbs
+            (anon, "/login", None),
+            (clinician, "/logout", None),
+        ):
+            if payload is None:
+                r = client.post(path, data={"username": "clara", "password": PASSWORD}, headers=headers)
+            else:
+                r = client.post(path, json=payload, headers=headers)
+            assert (r.status_code, r.json()) == (403, {"detail": "cross-origin request refused"}), (path, headers)
+            assert "set-cookie" not in r.headers
+    assert repo.counts(live.state.store)["reviews"] == reviews_before
+    assert len(repo.audit_entries(live.state.store, limit=10_000)) == audit_before  # not even a failed login
+    assert clinician.get("/review/config").status_code == 200  # the forged logout did not log out
+
+    # the same requests from the page itself go through; reading (GET) is never refused
+    own = {"origin": live.url, "sec-fetch-site": "same-origin"}
+    read = clinician.get("/review/config", headers={"origin": same_site})
+    assert read.status_code == 200
+    assert "access-control-allow-origin" not in read.headers  # ...but another origin's script cannot read it
+    ok = clinician.post(
+        "/review/gradio_api/queue/join",
+        json={"data": ["All"], "fn_index": refresh, "session_hash": "csrf2"},
+        headers=own,
+    )
+    assert ok.status_code == 200
+    r = httpx.post(live.url + "/login", data={"username": "clara", "password": PASSWORD}, headers=own)
+    assert r.status_code == 303 and "cb_session=" in r.headers["set-cookie"]
+
+
+def test_origin_rules_and_trusted_origins():
+    from ui.security import cross_origin_reason
+
+    def reason(**headers: str) -> str | None:
+        raw = [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
+        return cross_origin_reason(raw, frozenset({"https://chat.example.org"}))
+
+    host = "127.0.0.1:7860"
+    assert reason(host=host, origin="http://127.0.0.1:7860") is None
+    assert reason(host=host, origin="http://127.0.0.1:7861") == "origin http://127.0.0.1:7861"
+    assert reason(host=host, origin="http://localhost:7860") == "origin http://localhost:7860"
+    assert reason(host="10.0.0.5:7860", origin="https://chat.example.org/") is None  # behind the proxy
+    assert reason(host=host, origin="null") == "opaque origin"
+    assert reason(host=host, referer="http://127.0.0.1:7860/review/") is None
+    assert reason(host="10.0.0.5:7860", referer="https://chat.example.org/review/") is None
+    assert reason(host=host, referer="https://evil.example/x") == "referer from another site"
+    assert reason(host=host, sec_fetch_site="same-site") == "sec-fetch-site same-site"
+    assert reason(host=host, sec_fetch_site="same-origin") is None
+    assert reason(host=host) is None  # curl, httpx, the load test: no web page can send this
+
+
+def test_trusted_origins_come_from_the_settings(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from ui.app import create_app
+
+    settings = ui_settings(tmp_path / "data", trusted_origins=["https://chat.example.org"])
+    services = build_services(settings, FakeEmbedder(), cards=("en-preg-caffeine.md",))
+    app = create_app(settings, services, warm=False, memory_embedder=FakeEmbedder())
+    with TestClient(app) as client:
+        form = {"username": "nobody", "password": "wrong-guess"}
+        assert client.post("/login", data=form, headers={"origin": "https://chat.example.org"}).status_code == 401
+        assert client.post("/login", data=form, headers={"origin": "https://other.example"}).status_code == 403
+        cors = {o: client.get("/config", headers={"origin": o}).headers.get("access-control-allow-origin")
+                for o in ("https://chat.example.org", "http://localhost:9999")}  # fmt: skip
+        assert cors == {"https://chat.example.org": "https://chat.example.org", "http://localhost:9999": None}
+    app.state.stop_housekeeping.set()
+
+
+# -- revoking a certified answer -------------------------------------------------------------------------------
+
+
+def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops_serving_it(clients, live):
+    from chatbot.store import repo
+    from chatbot.store.auth import Principal
+    from ui.review import approval_choices
+
+    store, anon = live.state.store, clients["anonymous"]
+    question = "Can my baby sleep in my bed with me?"  # the fake embedder sees only "sleep"
+    ask_api(anon, question)
+    turn = repo.get_turn(store, repo.list_queue(store, "all")[0]["id"])
+    assert turn["question"] == question
+    clara = Principal(next(u for u in _users(store) if u[1] == "clara")[0], "clara", "clinician")
+    approval = {"reply": "Certified bed-sharing answer.", "links": turn["links"], "language": "en",
+                "segment_ids": [x["segment_id"] for x in turn["links"]],
+                **live.state.memory.approval_fields(question)}  # fmt: skip
+    approval_id = repo.record_review(store, clara, turn["id"], "approved", "ok", approval=approval)["approval_id"]
+    paraphrase = "sleep: may the baby share my bed?"
+    served = ask_api(anon, paraphrase)["output"]["data"][0]["value"][-1]["content"][0]["text"]
+    assert served.startswith("Certified bed-sharing answer.") and "Answer approved by a clinician." in served
+
+    client = clients["clinician"]
+    config = client.get("/review/config").json()
+    ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+    revoke = _fn(config["dependencies"], ids["revoke"], "click")
+    visit = "revoke-visit"
+    loaded = call_event(client, "/review", 0, ["All"], session_hash=visit)  # the page load lists the approvals
+    listed = [tuple(c) for c in loaded["output"]["data"][4]["choices"]]
+    assert listed == approval_choices(repo.list_approvals(store))
+    assert (f"#{approval_id} · {question} · en · approved by clara · served 1×", approval_id) in listed
+    assert call_event(clients["evaluator"], "/review", revoke, [approval_id, "x", False]) == {
+        "http_status": 403, "body": '{"detail": "not allowed for your role"}'}  # fmt: skip
+    no_reason = call_event(client, "/review", revoke, [approval_id, " ", False], session_hash=visit)
+    assert no_reason["success"] is False and no_reason["output"]["error"] == "Say why the approval is revoked."
+
+    done = call_event(client, "/review", revoke, [approval_id, "Bed-sharing advice under review.", False],
+                      session_hash=visit)  # fmt: skip
+
+    assert done["success"] is True
+    message, remaining, detail, comment = done["output"]["data"]
+    assert message == f"⛔ Approval #{approval_id} revoked: memory no longer serves it."
+    assert approval_id not in [c[1] for c in remaining["choices"]]
+    assert "**Revoked by** clara on " in detail and detail.endswith(": Bed-sharing advice under review.")
+    assert comment == ""
+    again = ask_api(anon, paraphrase)["output"]["data"][0]["value"][-1]["content"][0]["text"]
+    assert "Certified bed-sharing answer." not in again and "Answer approved by a clinician." not in again
+    entry = repo.audit_entries(store)[0]
+    assert (entry["user"], entry["action"], entry["target"], entry["detail"]["comment"]) == (
+        "clara", "approval_revoked", f"approval {approval_id}", "Bed-sharing advice under review.")  # fmt: skip
+    assert repo.get_turn(store, turn["id"])["review_state"] == "revoked"
+
+
+def _users(store) -> list[tuple[int, str]]:
+    from chatbot.store.models import User
+
+    with store.session() as s:
+        return [(u.id, u.username) for u in s.query(User)]

@@ -81,11 +81,12 @@ def create_app(
     import gradio as gr
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
+    from starlette.middleware.cors import CORSMiddleware
 
     from ui.evaluate import build_evaluate_app
     from ui.patient import CSS, build_patient_app
     from ui.review import build_review_app
-    from ui.security import PROTECTED, AccessGate, add_login_routes, gradio_user
+    from ui.security import PROTECTED, AccessGate, OriginCheck, add_login_routes, gradio_user
 
     state = AppState(settings, services, store, memory_embedder)
     if warm:  # load models and build lazy indexes now, not on the first patient's question
@@ -120,6 +121,16 @@ def create_app(
         )
     gr.mount_gradio_app(app, patient, path="/", css=CSS, max_file_size=0, **common)
     app.add_middleware(AccessGate, state=state)
+    # Our CORS policy replaces Gradio's (which lets any localhost origin, or any origin at all behind a proxy,
+    # read responses with credentials): only trusted origins may read cross-origin.
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(settings.server.trusted_origins),
+        allow_credentials=True,
+        allow_methods=["GET", "POST"],
+        allow_headers=["content-type"],
+    )
+    app.add_middleware(OriginCheck, trusted_origins=settings.server.trusted_origins)  # outermost: runs first
 
     stop = threading.Event()
     threading.Thread(target=_housekeeping, args=(state, stop), daemon=True, name="housekeeping").start()

@@ -1,4 +1,5 @@
-"""The patient page's own words in the patient's language (English and Italian; English otherwise)."""
+"""The patient page's own words in the patient's language (English and Italian; English otherwise): first the
+browser's preferred language (Accept-Language), then the language of each question the patient asks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import re
 
 STRINGS = {
     "en": {
+        "title": "Pregnancy & baby questions",
+        "chat_label": "Answers from certified content",
         "disclaimer": "This assistant answers only with texts checked by clinicians and shows where each answer "
         "comes from. It does not replace a doctor or midwife. **In an emergency call 112 / 999 / 911.**",
         "sources": "Sources",
@@ -22,6 +25,8 @@ STRINGS = {
         "memory": "Answer approved by a clinician.",
     },
     "it": {
+        "title": "Domande su gravidanza e neonato",
+        "chat_label": "Risposte da contenuti certificati",
         "disclaimer": "Questo assistente risponde solo con testi verificati da clinici e mostra da dove viene ogni "
         "risposta. Non sostituisce il medico o l'ostetrica. **In caso di emergenza chiama il 112.**",
         "sources": "Fonti",
@@ -55,6 +60,32 @@ def detect_language(text: str) -> str:
     it = sum(w in _IT for w in words)
     en = sum(w in _EN for w in words)
     return "it" if it > en else "en"
+
+
+def page_language(lang: str | None) -> str:
+    """The language the page's own words are shown in: Italian for Italian, English otherwise."""
+    return "it" if (lang or "")[:2].lower() == "it" else "en"
+
+
+def accept_language(header: str | None) -> str:
+    """'it' or 'en' from an Accept-Language header: the preferred (highest q) of the two, English by default."""
+    best, best_q = "en", -1.0
+    for part in (header or "").split(","):
+        tag, _, params = part.strip().partition(";")
+        code = tag.strip().lower()[:2]
+        if code not in STRINGS:
+            continue
+        q = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > best_q and q > 0:  # ties keep the earlier tag
+            best, best_q = code, q
+    return best
 
 
 def t(lang: str | None, key: str, **kw) -> str:

@@ -1,5 +1,6 @@
 """Patient chat (/): no login; streamed certified reply, 3 titled source links, urgent banner, disclaimer,
-DEMO notice, thumbs up/down stored with the turn. No trace or review data ever goes to this page."""
+DEMO notice, thumbs up/down stored with the turn. No trace or review data ever goes to this page. The page's
+own words follow the patient: the browser's language on load, then the language of each question."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import gradio as gr
 
 from chatbot.memory import answer_with_memory
 from chatbot.store import repo
-from ui.i18n import detect_language, t
+from ui.i18n import accept_language, detect_language, page_language, t
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,28 @@ def build_patient_app(state: Any):
     server = state.settings.server
     retention = state.settings.store.retention_days
 
+    def heading(lang: str) -> str:
+        return f"## {t(lang, 'title')}\n" + t(lang, "disclaimer")
+
+    def note(lang: str) -> str:
+        text = t(lang, "retention", days=retention) if retention else t(lang, "retention_forever")
+        return f"<small>{text}</small>"
+
+    def page_text(lang: str) -> tuple:
+        """Updates of the page's own words: heading + disclaimer, question box, button, retention note."""
+        lang = page_language(lang)
+        return (
+            gr.update(value=heading(lang)),
+            gr.update(placeholder=t(lang, "placeholder")),
+            gr.update(value=t(lang, "send")),
+            gr.update(value=note(lang)),
+        )
+
+    def on_load(request: gr.Request):
+        headers = getattr(request, "headers", None) or {}
+        lang = page_language(accept_language(headers.get("accept-language")))
+        return gr.update(label=t(lang, "chat_label")), *page_text(lang)
+
     def compute(message: str, history: list, conv: dict):
         """The CPU-bound part (memory + pipeline), under the answer concurrency limit."""
         conv = dict(conv or {})
@@ -85,21 +108,26 @@ def build_patient_app(state: Any):
         pending = (conv or {}).get("pending")
         history = list(history or [])
         if not pending:
-            yield history, conv, gr.update()
+            yield history, conv, gr.update(), *(gr.update() for _ in range(4))
             return
         ans, lang = pending["ans"], pending["lang"]
         history.append({"role": "assistant", "content": ""})
         conv = {**conv, "pending": None, "turns": {**conv["turns"], str(len(history) - 1): pending["turn_id"]}}
-        banner = gr.update(value=banner_html(ans, lang), visible=bool(ans.get("urgent")))
+        label = t(page_language(lang), "chat_label")
+
+        def frame():  # fresh update dicts per yield (Gradio consumes them); the page follows the question
+            banner = gr.update(value=banner_html(ans, lang), visible=bool(ans.get("urgent")))
+            return gr.update(value=history, label=label), conv, banner, *page_text(lang)
+
         words = ans["reply"].split(" ")
         step, delay = server.stream_words_per_chunk, server.stream_delay_ms / 1000
         for i in range(step, len(words), step):
             history[-1] = {"role": "assistant", "content": " ".join(words[:i])}
-            yield history, conv, banner
+            yield frame()
             if delay:
                 time.sleep(delay)
         history[-1] = {"role": "assistant", "content": format_answer(ans, lang)}
-        yield history, conv, banner
+        yield frame()
 
     def feedback(conv: dict, data: gr.LikeData):
         turn_id = (conv or {}).get("turns", {}).get(str(data.index if isinstance(data.index, int) else data.index[0]))
@@ -111,10 +139,10 @@ def build_patient_app(state: Any):
 
     with gr.Blocks(title="Ask a certified health question", analytics_enabled=False) as demo:
         conv = gr.State({})
-        gr.Markdown("## Pregnancy & baby questions\n" + t("en", "disclaimer"), elem_id="disclaimer")
+        disclaimer = gr.Markdown(heading("en"), elem_id="disclaimer")
         banner = gr.HTML("", visible=False, elem_id="urgent-banner")
         chat = gr.Chatbot(
-            label="Answers from certified content",
+            label=t("en", "chat_label"),
             elem_id="chat",
             height=480,
             feedback_options=("Like", "Dislike"),
@@ -125,8 +153,8 @@ def build_patient_app(state: Any):
                 placeholder=t("en", "placeholder"), show_label=False, scale=8, elem_id="question", max_length=2000
             )
             send = gr.Button(t("en", "send"), variant="primary", scale=1, elem_id="send")
-        note = t("en", "retention", days=retention) if retention else t("en", "retention_forever")
-        gr.Markdown(f"<small>{note}</small>", elem_id="retention-note")
+        retention_note = gr.Markdown(note("en"), elem_id="retention-note")
+        page = [disclaimer, box, send, retention_note]
         limited = dict(
             concurrency_limit=server.answer_concurrency,
             concurrency_id="answer",
@@ -136,8 +164,9 @@ def build_patient_app(state: Any):
         free = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
         for trigger in (box.submit, send.click):
             trigger(compute, [box, chat, conv], [chat, conv, box], **limited).then(
-                stream, [chat, conv], [chat, conv, banner], **free
+                stream, [chat, conv], [chat, conv, banner, *page], **free
             )
         chat.like(feedback, [conv], None, api_visibility="undocumented", queue=False)
+        demo.load(on_load, None, [chat, *page], api_visibility="undocumented", queue=False, show_progress="hidden")
     demo.queue(max_size=server.queue_size, api_open=False, default_concurrency_limit=server.answer_concurrency)
     return demo

@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
 from chatbot.store import repo
 from ui.security import require
 
@@ -80,6 +81,35 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             lines.append(f"**{key}:**\n\n```\n{value}\n```")
     if turn["reviews"]:
         lines.append("**Earlier reviews:** " + "; ".join(f"{r['decision']} ({r['comment']})" for r in turn["reviews"]))
+    for a in turn.get("approvals", []):
+        state = "served by memory: revoke it in the *Approved answers* tab" if a["active"] else "revoked"
+        lines.append(f"**Certified answer:** approval #{a['id']} ({state})")
+    return "\n\n".join(lines)
+
+
+def approval_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    out = []
+    for r in rows:
+        q = r["question"] if len(r["question"]) <= 80 else r["question"][:77] + "…"
+        state = f" · REVOKED by {r['revoked_by']}" if not r["active"] else ""
+        out.append(
+            (f"#{r['id']} · {q} · {r['language'] or '?'} · approved by {r['approved_by']} · "
+             f"served {r['served']}×{state}", r["id"])
+        )  # fmt: skip
+    return out
+
+
+def approval_markdown(row: dict[str, Any]) -> str:
+    links = "\n".join(f"{i}. [{link['title']}]({link['url']})" for i, link in enumerate(row["links"], 1)) or "_none_"
+    lines = [
+        f"### Approval #{row['id']} · {'active' if row['active'] else 'revoked'}",
+        f"**Approved question** ({row['language'] or 'language unknown'}): {row['question']}",
+        f"**Certified reply:**\n\n> {row['reply'].replace(chr(10), chr(10) + '> ')}",
+        f"**Links:**\n{links}",
+        f"**Approved by** {row['approved_by']} on {row['approved_at']} · **served by memory** {row['served']} time(s)",
+    ]
+    if not row["active"]:
+        lines.append(f"**Revoked by** {row['revoked_by']} on {row['revoked_at']}: {row['revoke_comment']}")
     return "\n\n".join(lines)
 
 
@@ -107,6 +137,36 @@ def build_review_app(state: Any):
             gr.update(choices=queue_choices(rows), value=None),
             gr.update(visible=who.role == "admin"),
             audit_rows,
+            gr.update(choices=approval_choices(repo.list_approvals(store)), value=None),
+        )
+
+    def refresh_approvals(show_revoked: bool, request: gr.Request):
+        require(state, request, *ROLES)
+        return gr.update(choices=approval_choices(repo.list_approvals(store, bool(show_revoked))), value=None)
+
+    def open_approval(approval_id, show_revoked: bool, request: gr.Request):
+        require(state, request, *ROLES)
+        if approval_id is None:  # the list was refreshed: keep showing the last one
+            return gr.update()
+        row = next((r for r in repo.list_approvals(store, True) if r["id"] == int(approval_id)), None)
+        if row is None:
+            raise gr.Error(f"No approval {approval_id}")
+        return approval_markdown(row)
+
+    def revoke(approval_id, comment, show_revoked: bool, request: gr.Request):
+        who = require(state, request, *ROLES)
+        if approval_id is None:
+            raise gr.Error("Pick an approved answer first.")
+        try:
+            repo.revoke_approval(store, who, int(approval_id), comment or "")
+        except (ValueError, LookupError) as exc:
+            raise gr.Error(str(exc).capitalize() + ".") from exc
+        row = next(r for r in repo.list_approvals(store, True) if r["id"] == int(approval_id))
+        return (
+            f"⛔ Approval #{approval_id} revoked: memory no longer serves it.",
+            gr.update(choices=approval_choices(repo.list_approvals(store, bool(show_revoked))), value=None),
+            approval_markdown(row),
+            "",
         )
 
     def _audit_rows():
@@ -202,6 +262,9 @@ def build_review_app(state: Any):
     def _approval(turn, verdicts, picked_segs) -> dict[str, Any]:
         links = [{k: s[k] for k in ("title", "url", "segment_id")} for s in picked_segs]
         reply = picked_segs[0]["text"] if picked_segs else turn["reply"]
+        segment_language = (picked_segs[0].get("language") or "en") if picked_segs else turn["language"]
+        if picked_segs and segment_language != turn["language"] and turn["language"] in OTHER_LANGUAGE_NOTE:
+            reply = f"{OTHER_LANGUAGE_NOTE[turn['language']]}\n\n{reply}"  # as the composer says it
         docs = {s["doc_id"] for s in picked_segs}
         for link in turn["links"]:  # keep the original links the clinician did not mark irrelevant
             if len(links) >= 3:
@@ -251,11 +314,24 @@ def build_review_app(state: Any):
                 gr.Markdown("Top-50 candidates (retrieval, with scores)")
                 cand_table = gr.Dataframe(headers=["rank", "title", "scores", "segment_id"], interactive=False)
                 trace_json = gr.JSON(label="trace")
+        with gr.Tab("Approved answers") as approvals_tab:
+            gr.Markdown(
+                "Certified answers the memory serves to equivalent questions. Revoking one stops it at once "
+                "(the question then goes through the pipeline again); the comment goes to the audit log."
+            )
+            with gr.Row():
+                show_revoked = gr.Checkbox(False, label="Show revoked too", elem_id="show-revoked")
+                refresh_approvals_btn = gr.Button("Refresh", elem_id="refresh-approvals", scale=0)
+            approvals = gr.Radio([], label="Approved answers (newest first)", elem_id="approvals")
+            approval_detail = gr.Markdown("_Pick an approved answer above._", elem_id="approval-detail")
+            revoke_comment = gr.Textbox(label="Why revoke it? (required)", lines=2, elem_id="revoke-comment")
+            b_revoke = gr.Button("Revoke approval", variant="stop", elem_id="revoke")
+            revoke_message = gr.Markdown("", elem_id="revoke-message")
         with gr.Tab("Audit log", visible=False) as audit_tab:
             audit_table = gr.Dataframe(headers=["id", "at", "user", "action", "target", "detail"], interactive=False)
 
         hidden = dict(api_visibility="private")
-        demo.load(on_load, [kind], [header, queue, audit_tab, audit_table], **hidden)
+        demo.load(on_load, [kind], [header, queue, audit_tab, audit_table, approvals], **hidden)
         kind.change(refresh, [kind], [queue], **hidden)
         refresh_btn.click(refresh, [kind], [queue], **hidden)
         detail_outputs = [turn_state, detail, *links, picked, trace_json, cand_table, top_table, message]
@@ -268,5 +344,14 @@ def build_review_app(state: Any):
             (b_flag, "flagged"),
         ):
             btn.click(act(decision), inputs, [message, queue], **hidden)
+        for trigger in (approvals_tab.select, show_revoked.change, refresh_approvals_btn.click):
+            trigger(refresh_approvals, [show_revoked], [approvals], **hidden)
+        approvals.change(open_approval, [approvals, show_revoked], [approval_detail], **hidden)
+        b_revoke.click(
+            revoke,
+            [approvals, revoke_comment, show_revoked],
+            [revoke_message, approvals, approval_detail, revoke_comment],
+            **hidden,
+        )
     demo.queue(api_open=False, default_concurrency_limit=4)
     return demo

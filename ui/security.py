@@ -1,18 +1,22 @@
 """Access control: login page, session cookie, an ASGI gate in front of the protected apps (pages AND every
-Gradio route under them), and a check repeated inside each protected event handler."""
+Gradio route under them), a check repeated inside each protected event handler, and a same-origin check on
+every state-changing request (CSRF)."""
 
 from __future__ import annotations
 
 import html
+import logging
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from chatbot.store import auth
 from chatbot.store.auth import Principal
+
+log = logging.getLogger(__name__)
 
 COOKIE = "cb_session"
 
@@ -78,6 +82,75 @@ class AccessGate:
         status = 401 if who is None else 403
         body = b'{"detail": "login required"}' if who is None else b'{"detail": "not allowed for your role"}'
         return await _respond(send, status, body, [(b"content-type", b"application/json")])
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _netloc(url: str) -> str:
+    try:
+        return urlsplit(url).netloc.lower()
+    except ValueError:
+        return "\x00invalid"
+
+
+def cross_origin_reason(headers: list[tuple[bytes, bytes]], trusted: frozenset[str]) -> str | None:
+    """Why a state-changing request looks cross-origin (None when it does not). Browsers send ``Origin`` with
+    every POST and websocket: it must be this server (its ``Host``) or a trusted origin. Without ``Origin``,
+    ``Referer`` is checked the same way, then ``Sec-Fetch-Site``. A request with none of them does not come
+    from a web page (curl, httpx, the load test) and cannot be forged by one."""
+    h = {name.lower(): value.decode("latin-1") for name, value in headers}
+    host = h.get(b"host", "").lower()
+    origin = h.get(b"origin")
+    if origin is not None:
+        origin = origin.strip().rstrip("/").lower()
+        if origin == "null":
+            return "opaque origin"
+        if origin in trusted or (host and _netloc(origin) == host):
+            return None
+        return f"origin {origin}"
+    referer = h.get(b"referer")
+    if referer:
+        if (host and _netloc(referer) == host) or _origin_of(referer) in trusted:
+            return None
+        return "referer from another site"
+    if h.get(b"sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return "sec-fetch-site " + h[b"sec-fetch-site"]
+    return None
+
+
+def _origin_of(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class OriginCheck:
+    """CSRF defence for the whole app: every state-changing request (any method but GET/HEAD/OPTIONS, and
+    every websocket) from another origin is refused with 403 before it reaches a route: login, logout,
+    review actions, ratings, session creation and the patient's questions and thumbs. Gradio itself only
+    decides which origins may *read* responses (CORS headers); it does not refuse the request, and the
+    SameSite=Strict cookie still travels with requests from another port of the same host (same site)."""
+
+    def __init__(self, app: Any, trusted_origins: list[str] | tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.trusted = frozenset(o.strip().rstrip("/").lower() for o in trusted_origins if o.strip())
+
+    async def __call__(self, scope, receive, send):
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or (kind == "http" and scope.get("method", "GET") in SAFE_METHODS):
+            return await self.app(scope, receive, send)
+        reason = cross_origin_reason(scope.get("headers", []), self.trusted)
+        if reason is None:
+            return await self.app(scope, receive, send)
+        log.warning("refused cross-origin %s %s (%s)", scope.get("method", "WEBSOCKET"), scope.get("path"), reason)
+        if kind == "websocket":
+            await send({"type": "websocket.close", "code": 4403})
+            return
+        body = b'{"detail": "cross-origin request refused"}'
+        return await _respond(send, 403, body, [(b"content-type", b"application/json")])
 
 
 async def _respond(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

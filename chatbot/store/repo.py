@@ -100,6 +100,11 @@ def get_turn(store: Store, turn_id: int) -> dict[str, Any] | None:
         if t is None:
             return None
         reviews = s.scalars(select(Review).where(Review.turn_id == turn_id).order_by(Review.id)).all()
+        approvals = s.execute(
+            select(Approval.id, Approval.active)
+            .where(Approval.review_id.in_([r.id for r in reviews]))
+            .order_by(Approval.id)
+        ).all()
         return {
             **_turn_row(t),
             "reply": t.reply,
@@ -114,6 +119,7 @@ def get_turn(store: Store, turn_id: int) -> dict[str, Any] | None:
                 {"id": r.id, "decision": r.decision, "comment": r.comment, "at": r.created_at.isoformat()}
                 for r in reviews
             ],
+            "approvals": [{"id": a.id, "active": a.active} for a in approvals],  # made from this turn
         }
 
 

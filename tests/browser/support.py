@@ -151,6 +151,17 @@ def call_event(
     raise AssertionError("event stream ended without completion")
 
 
+def call_direct(
+    client: httpx.Client, prefix: str, fn_index: int, data: list[Any], headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """Run one unqueued Gradio event (queue=False: page load, thumbs) the way the browser does."""
+    return client.post(
+        f"{prefix}/gradio_api/run/predict",
+        json={"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex[:10]},
+        headers=headers or {},
+    )
+
+
 def ask_api(client: httpx.Client, question: str, session_hash: str = "") -> dict:
     """Ask on the patient page through its two events (answer, then stream), as the browser does."""
     session_hash = session_hash or uuid.uuid4().hex[:10]
