@@ -79,7 +79,8 @@ def test_the_prompt_file_documents_and_uses_exactly_its_variables():
     messages = prompt.messages(title="T", passage="P", term="fever")
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[1]["content"] == (
-        "Title: T\nPassage: P\n\nTopic: fever\nStatement: the passage is about this topic.\nIs the statement True or False?"
+        "Title: T\nPassage: P\n\nTopic: fever\n"
+        "Statement: the passage is about this topic.\nIs the statement True or False?"
     )
 
 
@@ -351,3 +352,14 @@ def test_variants_reach_the_pipeline_through_the_harness(tmp_path, fake_embedder
         ("asthma other than fever", "probabilistic", "product,sum,one_minus"),
         ("asthma other than fever", "fuzzy", "min,max,one_minus"),
     ]
+
+
+def test_eval_retrieval_set_overrides_reach_the_logical_config():
+    from evaluation.harness import apply_overrides
+
+    settings = apply_overrides(Settings(), ["logical.and_op=min", "logical.term_scorer=llm-logprob"])
+    got = logical.config_for(settings, logical.LogicalConfig())
+    assert got.ops == Operators("min", "sum", "one_minus")
+    assert (got.term_scorer, got.mode, got.llm_candidates) == ("llm-logprob", "fuzzy", 20)
+    with pytest.raises(ValueError, match="logical.and_op=max"):
+        apply_overrides(Settings(), ["logical.and_op=max"])
