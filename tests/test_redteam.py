@@ -223,9 +223,9 @@ def test_generative_report_states_the_run(tmp_path):
     assert (summary["uncertified_url_replies"], summary["generative"]["drafts"]) == (1, 1)
     assert len((tmp_path / "redteam-generative.sentences.jsonl").read_text().splitlines()) == 4
     rows = [json.loads(line) for line in (tmp_path / "redteam-generative.per_item.jsonl").read_text().splitlines()]
-    assert [(r["id"], r["mode_used"], r["fallback"]) for r in rows] == [
-        ("a", "generative", None),
-        ("c", "extractive", "LLM found no answer in the passages"),
+    assert [(r["id"], r["mode_used"], r["fallback"], r["draft"], r["top_segments"]) for r in rows] == [
+        ("a", "generative", None, "x", []),
+        ("c", "extractive", "LLM found no answer in the passages", "", []),
     ]
 
 

@@ -541,8 +541,15 @@ def write_generative_report(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with (out_dir / f"{name}.per_item.jsonl").open("w", encoding="utf-8") as fh:
         for r in scored["rows"]:
-            trace = answers[r["id"]].get("trace", {}).get("compose", {})
-            extra = {"mode_used": trace.get("mode_used"), "fallback": trace.get("fallback")}
+            trace = answers[r["id"]].get("trace", {})
+            comp = trace.get("compose", {})
+            drafts = [a.get("draft") for a in comp.get("attempts", []) if a.get("mode") == "generative"]
+            extra = {
+                "mode_used": comp.get("mode_used"),
+                "fallback": comp.get("fallback"),
+                "draft": drafts[0] if drafts else None,
+                "top_segments": [h.get("segment_id") for h in trace.get("top", [])],
+            }
             fh.write(json.dumps({**r, **extra}, ensure_ascii=False) + "\n")
     with (out_dir / f"{name}.sentences.jsonl").open("w", encoding="utf-8") as fh:
         for r in sentence_rows:
