@@ -130,7 +130,34 @@ def test_urgent_question_shows_the_banner_and_italian_gets_italian_labels(page, 
 
     urgent = repo.list_queue(live.state.store, "flagged")
     assert urgent and urgent[0]["urgent"] is True
+    # the page's own words switched to Italian with the question
+    page.wait_for_function("document.querySelector('#send')?.innerText.trim() === 'Invia'")
+    assert page.locator("#disclaimer").inner_text().startswith("Domande su gravidanza e neonato")
+    assert "In caso di emergenza chiama il 112" in page.locator("#disclaimer").inner_text()
+    assert page.locator("#question textarea").get_attribute("placeholder") == "Scrivi la tua domanda…"
+    assert page.locator("#retention-note").inner_text().startswith("La conversazione è conservata per 30 giorni")
     shot(page, "patient-urgent")
+
+
+def test_an_italian_browser_gets_the_italian_page_and_italian_refusals(browser, live):
+    from chatbot.stages.safety import NO_CERTIFIED_INFO
+
+    context = browser.new_context(locale="it-IT", viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    pg.goto(live.url + "/")
+    pg.wait_for_function("document.querySelector('#send')?.innerText.trim() === 'Invia'")
+    assert pg.locator("#disclaimer").inner_text().startswith("Domande su gravidanza e neonato")
+    assert "Risposte da contenuti certificati" in pg.locator("#chat").inner_text()
+    pg.locator("#question textarea").fill("Come si ripara la catena di una bicicletta da corsa?")
+    pg.locator("#send").click()
+    pg.wait_for_function(f"document.querySelector('#chat').innerText.includes({NO_CERTIFIED_INFO['it']!r})")
+    # an English question turns the page to English
+    pg.locator("#question textarea").fill("Is it safe to drink coffee when pregnant?")
+    pg.locator("#send").click()
+    pg.wait_for_function("document.querySelector('#send')?.innerText.trim() === 'Send'")
+    assert pg.locator("#disclaimer").inner_text().startswith("Pregnancy & baby questions")
+    context.close()
 
 
 def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(page, browser, live):
@@ -171,6 +198,94 @@ def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(pa
     assert detail["links"] == turn["links"][:2]
     assert patient.locator('#chat a[href^="https://"]').count() == 2
     patient.context.close()
+
+
+def test_clinician_revokes_the_approval_and_the_paraphrase_goes_back_to_the_pipeline(page, browser, live):
+    from chatbot.store import repo
+
+    store = live.state.store
+    active = [a for a in repo.list_approvals(store) if a["question"] == ORIGINAL]
+    assert active, "the approval test above runs first"
+    approval_id = active[0]["id"]
+    login(page, live.url, "clara", "/review")
+    page.get_by_role("tab", name="Approved answers").click()
+    page.locator("#approvals label").filter(has_text=f"#{approval_id} ·").click()
+    page.wait_for_selector(f"#approval-detail :text('Approval #{approval_id}')")
+    page.locator("#revoke-comment textarea").fill("The caffeine card is being rewritten.")
+    shot(page, "clinician-revoke")
+    page.locator("#revoke-comment textarea").fill("")
+    page.locator("#revoke").click()  # no comment: refused
+    page.wait_for_selector(":text('Say why the approval is revoked.')")
+    assert repo.list_approvals(store)[0]["id"] == approval_id
+    page.locator("#revoke-comment textarea").fill("The caffeine card is being rewritten.")
+    page.locator("#revoke").click()
+    page.wait_for_selector("#revoke-message :text('revoked: memory no longer serves it')")
+    assert page.locator("#approvals label").filter(has_text=f"#{approval_id} ·").count() == 0
+
+    assert approval_id not in [a["id"] for a in repo.list_approvals(store)]
+    entry = repo.audit_entries(store)[0]
+    assert (entry["user"], entry["action"], entry["detail"]["comment"]) == (
+        "clara", "approval_revoked", "The caffeine card is being rewritten.")  # fmt: skip
+    patient = browser.new_context().new_page()
+    ask(patient, live.url, PARAPHRASE)  # the pipeline answers again: 3 links
+    assert "Answer approved by a clinician." not in patient.locator("#chat").inner_text()
+    served = repo.list_queue(store, "all")[0]
+    assert served["question"] == PARAPHRASE and served["answered_by"] == "pipeline"
+    patient.context.close()
+
+
+def test_a_page_on_another_origin_cannot_log_in_or_act_for_the_clinician(browser, live):
+    """A hostile page on another port of the same host (same site: the SameSite=Strict cookie travels) posts
+    the login form and calls a review action with the clinician's cookie: both are refused."""
+    import http.server
+    import threading
+
+    from chatbot.store import repo
+    from tests.browser.support import PASSWORD, free_port
+
+    port = free_port()
+    evil = f"http://127.0.0.1:{port}"
+    html = f"""<!doctype html><html><body>
+<form id="f" method="post" action="{live.url}/login">
+<input name="username" value="clara"><input name="password" value="{PASSWORD}"></form>
+<script>
+window.forged = fetch("{live.url}/review/gradio_api/queue/join", {{method: "POST", credentials: "include",
+  mode: "no-cors", headers: {{"content-type": "text/plain"}},
+  body: JSON.stringify({{data: ["All"], fn_index: 1, session_hash: "evil"}})}}).then(r => r.type, e => "error");
+</script></body></html>""".encode()
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Evil)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = browser.new_context()
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(30_000)
+        login(pg, live.url, "clara", "/review")  # the clinician is signed in in this browser
+        audit_before = len(repo.audit_entries(live.state.store, limit=10_000))
+        statuses: dict[str, int] = {}
+        pg.on(
+            "response", lambda r: r.url.startswith(live.url) and statuses.__setitem__(r.url[len(live.url) :], r.status)
+        )
+        pg.goto(evil + "/")
+        assert pg.evaluate("window.forged") == "opaque"  # the browser sent it; the answer is unreadable
+        pg.evaluate("document.getElementById('f').submit()")
+        pg.wait_for_url(live.url + "/login")
+        assert "cross-origin request refused" in pg.content()
+        assert statuses == {"/review/gradio_api/queue/join": 403, "/login": 403}
+        assert len(repo.audit_entries(live.state.store, limit=10_000)) == audit_before  # no login, no action
+    finally:
+        context.close()
+        server.shutdown()
 
 
 def test_evaluator_completes_a_session_and_the_report_matches(page, live, tmp_path):
