@@ -335,7 +335,10 @@ def test_state_changing_requests_from_another_origin_are_refused(clients, live):
             assert "set-cookie" not in r.headers
     assert repo.counts(live.state.store)["reviews"] == reviews_before
     assert len(repo.audit_entries(live.state.store, limit=10_000)) == audit_before  # not even a failed login
-    assert clinician.get("/review/config").status_code == 200  # the forged logout did not log out
+    for headers in ({"sec-fetch-site": "same-site"}, {"referer": f"{same_site}/page.html"}):  # e.g. an <img>
+        r = clinician.get("/logout", headers=headers, follow_redirects=False)
+        assert (r.status_code, r.json()) == (403, {"detail": "cross-origin request refused"})
+    assert clinician.get("/review/config").status_code == 200  # the forged logouts did not log out
 
     # the same requests from the page itself go through; reading (GET) is never refused
     own = {"origin": live.url, "sec-fetch-site": "same-origin"}

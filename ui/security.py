@@ -119,6 +119,11 @@ def cross_origin_reason(headers: list[tuple[bytes, bytes]], trusted: frozenset[s
     return None
 
 
+def trusted_set(origins: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """Configured origins as compared with an Origin header: lower case, no trailing slash."""
+    return frozenset(o.strip().rstrip("/").lower() for o in origins if o.strip())
+
+
 def _origin_of(url: str) -> str:
     try:
         parts = urlsplit(url)
@@ -136,7 +141,7 @@ class OriginCheck:
 
     def __init__(self, app: Any, trusted_origins: list[str] | tuple[str, ...] = ()) -> None:
         self.app = app
-        self.trusted = frozenset(o.strip().rstrip("/").lower() for o in trusted_origins if o.strip())
+        self.trusted = trusted_set(trusted_origins)
 
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
@@ -216,6 +221,7 @@ def add_login_routes(app: Any, state: Any) -> None:
     from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
     server = state.settings.server
+    trusted = trusted_set(server.trusted_origins)
 
     def page(error: str = "", next_: str = "", status: int = 200) -> HTMLResponse:
         body = LOGIN_PAGE.format(error=html.escape(error), next=html.escape(safe_next(next_)))
@@ -262,6 +268,10 @@ def add_login_routes(app: Any, state: Any) -> None:
     @app.get("/logout", include_in_schema=False)
     @app.post("/logout", include_in_schema=False)
     async def logout(request: Request):
+        # GET changes state here (the pages link to it), so it gets the POST check too: an <img> on another
+        # port of this host would otherwise sign the clinician out (Chromium sends Sec-Fetch-Site, Referer)
+        if cross_origin_reason(request.scope.get("headers", []), trusted):
+            return JSONResponse({"detail": "cross-origin request refused"}, status_code=403)
         await run_in_threadpool(auth.logout, state.store, request.cookies.get(COOKIE))
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie(COOKIE, path="/")
