@@ -283,15 +283,15 @@ def test_the_patient_page_speaks_the_browser_language_then_the_patients(clients)
 
     def asked(question: str) -> tuple[str, list]:
         data = ask_api(anon, question)["output"]["data"]
-        words = [data[0]["label"], data[3]["value"].split("\n")[0], data[4]["placeholder"], data[5]["value"]]
-        return data[0]["value"][-1]["content"][0]["text"], words
+        words = [data[3]["value"].split("\n")[0], data[4]["placeholder"], data[5]["value"]]
+        return data[0][-1]["content"][0]["text"], words  # the chat history itself (the label came first)
 
     reply, words = asked("Quanto paracetamolo posso dare al mio bambino di 5 kg?")
     assert reply.startswith(SAFE_REPLY[("dosage", "it")] + "\n\n**Fonti:**\n1. [")
-    assert words == PAGE_WORDS["it"]
+    assert words == PAGE_WORDS["it"][1:]
     reply, words = asked("How much paracetamol can I give my 5 kg baby?")
     assert reply.startswith(SAFE_REPLY[("dosage", "en")] + "\n\n**Sources:**\n1. [")
-    assert words == PAGE_WORDS["en"]
+    assert words == PAGE_WORDS["en"][1:]
 
 
 # -- CSRF -----------------------------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops
                 **live.state.memory.approval_fields(question)}  # fmt: skip
     approval_id = repo.record_review(store, clara, turn["id"], "approved", "ok", approval=approval)["approval_id"]
     paraphrase = "sleep: may the baby share my bed?"
-    served = ask_api(anon, paraphrase)["output"]["data"][0]["value"][-1]["content"][0]["text"]
+    served = ask_api(anon, paraphrase)["output"]["data"][0][-1]["content"][0]["text"]
     assert served.startswith("Certified bed-sharing answer.") and "Answer approved by a clinician." in served
 
     client = clients["clinician"]
@@ -439,7 +439,7 @@ def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops
     assert approval_id not in [c[1] for c in remaining["choices"]]
     assert "**Revoked by** clara on " in detail and detail.endswith(": Bed-sharing advice under review.")
     assert comment == ""
-    again = ask_api(anon, paraphrase)["output"]["data"][0]["value"][-1]["content"][0]["text"]
+    again = ask_api(anon, paraphrase)["output"]["data"][0][-1]["content"][0]["text"]
     assert "Certified bed-sharing answer." not in again and "Answer approved by a clinician." not in again
     entry = repo.audit_entries(store)[0]
     assert (entry["user"], entry["action"], entry["target"], entry["detail"]["comment"]) == (

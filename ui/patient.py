@@ -113,12 +113,14 @@ def build_patient_app(state: Any):
         ans, lang = pending["ans"], pending["lang"]
         history.append({"role": "assistant", "content": ""})
         conv = {**conv, "pending": None, "turns": {**conv["turns"], str(len(history) - 1): pending["turn_id"]}}
-        label = t(page_language(lang), "chat_label")
 
-        def frame():  # fresh update dicts per yield (Gradio consumes them); the page follows the question
+        def frame(chat_update=None):  # fresh update dicts per yield (Gradio consumes them)
             banner = gr.update(value=banner_html(ans, lang), visible=bool(ans.get("urgent")))
-            return gr.update(value=history, label=label), conv, banner, *page_text(lang)
+            return chat_update or history, conv, banner, *page_text(lang)
 
+        # first the chat label in the question's language (then plain history: the event's final output stays
+        # the chat history, which API callers such as the load test pass back in)
+        yield frame(gr.update(value=history, label=t(page_language(lang), "chat_label")))
         words = ans["reply"].split(" ")
         step, delay = server.stream_words_per_chunk, server.stream_delay_ms / 1000
         for i in range(step, len(words), step):

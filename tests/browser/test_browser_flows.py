@@ -134,6 +134,7 @@ def test_urgent_question_shows_the_banner_and_italian_gets_italian_labels(page, 
     page.wait_for_function("document.querySelector('#send')?.innerText.trim() === 'Invia'")
     assert page.locator("#disclaimer").inner_text().startswith("Domande su gravidanza e neonato")
     assert "In caso di emergenza chiama il 112" in page.locator("#disclaimer").inner_text()
+    assert "Risposte da contenuti certificati" in page.locator("#chat").inner_text()
     assert page.locator("#question textarea").get_attribute("placeholder") == "Scrivi la tua domanda…"
     assert page.locator("#retention-note").inner_text().startswith("La conversazione è conservata per 30 giorni")
     shot(page, "patient-urgent")
