@@ -1,8 +1,10 @@
 """Benchmarks of the ``logical`` pipeline (issue 6). One command per benchmark:
 
-    python -m evaluation.bench_logical negconstraint [--limit N]      # (a) NegConstraint, variants, Success@1
+    python -m evaluation.bench_logical select                         # default knobs chosen on the train split
+    python -m evaluation.bench_logical negconstraint --split test     # (a) NegConstraint, variants, Success@1
     python -m evaluation.bench_logical synthetic [--per-template 20]  # (b) ITLR Table 1 on MedQuAD segments
     python -m evaluation.bench_logical routing                        # (c) questions without negation
+    python -m evaluation.bench_logical orlog [--limit 12]             # OrLog LLM plausibility: cost and gain
 
 Reports go to evaluation/results/logical-*.md (with the exact command). (a) uses the harness
 (evaluation.harness.evaluate) and adds Success@1 (a relevant document ranked first) from its per-query
@@ -135,7 +137,7 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
     data: Path = args.data
     services = eval_services(data)
     index = prepare_index(data, services)
-    judged = load_judged(data, args.limit)
+    judged = load_judged(data, args.limit, args.split)
     variants = [v for v in NEGCONSTRAINT_VARIANTS if not args.variants or v in args.variants]
     baselines = ["bm25", "dense", "naive"]
     table: dict[str, dict[str, Any]] = {}
@@ -153,7 +155,7 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
         print(f"{name:34} " + "  ".join(f"{k} {v:.4f}" for k, v in table[name].items()), flush=True)
 
     quiet = lambda *a, **k: None  # noqa: E731
-    base = evaluate(data, baselines, args.limit, services=services, log=quiet)
+    base = evaluate(data, baselines, args.limit, args.split, services=services, log=quiet)
     for b in baselines:
         record(b, base, b)
     saved = lp.CONFIG
@@ -161,7 +163,7 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
         for name in variants:
             lp.CONFIG = _config(NEGCONSTRAINT_VARIANTS[name])
             start = time.perf_counter()
-            res = evaluate(data, ["logical"], args.limit, services=services, log=quiet)
+            res = evaluate(data, ["logical"], args.limit, args.split, services=services, log=quiet)
             record(name, res, "logical")
             table[name]["wall_s"] = round(time.perf_counter() - start, 1)
     finally:
@@ -182,14 +184,19 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
     cal = calibration_for(services.embedder.name)
     cal_text = "none" if cal is None else f"τ={cal.tau:.4f}, λ={cal.lam:.3f} (fitted on {cal.fitted_on})"
     out = RESULTS / f"{args.name}.md"
+    selection = _selection_note()
     lines = [
-        f"# Logical pipeline on NegConstraint ({len(judged.queries)} queries)",
+        f"# Logical pipeline on NegConstraint ({len(judged.queries)} queries, split: {args.split})",
         "",
         f"Command: `{_command()}`",
         "",
-        "Equivalent harness run (nDCG@10, P@3, R@50, MRR@10 only): `chatbot eval retrieval --data "
-        "../shared/data/negconstraint --pipeline naive --pipeline logical --name negconstraint-logical` "
-        "(after this command built the index: the corpus has no URLs, see evaluation/bench_logical.py).",
+        *([selection, ""] if selection else []),
+        "Equivalent harness run with the named variants (nDCG@10, P@3, R@50, MRR@10 only; after this command "
+        "built the index: the corpus has no URLs): `CHATBOT_EMBEDDING__MODEL=minilm CHATBOT_RERANK__KIND=fusion "
+        "chatbot eval retrieval --data ../shared/data/negconstraint --split test --pipeline naive --pipeline "
+        "logical --pipeline logical-prob --pipeline logical-minmax --pipeline logical-itlr --name "
+        "logical-negconstraint-harness` (logical-negconstraint-harness.md); one knob at a time also works with "
+        "`--set logical.and_op=min`.",
         "",
         f"Embedder {services.embedder.name}; reranker {services.settings.rerank.kind}; index {json.dumps(index)}; "
         f"calibration {cal_text}.",
@@ -232,6 +239,125 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
     out.write_text("\n".join(lines), encoding="utf-8")
     (RESULTS / f"{args.name}.summary.json").write_text(
         json.dumps({"command": _command(), "table": table, "index": index}, indent=2), encoding="utf-8"
+    )
+    return out
+
+
+# -- held-out choice of the default knobs ------------------------------------------------------------------
+
+SELECT_GRID: dict[str, list[Any]] = {
+    # the knobs that were once chosen on all of NegConstraint, plus the candidate depth and the final order
+    "orthogonal_not": [True, False],
+    "second_segment_weight": [0.0, 0.25, 0.5, 1.0],
+    "per_term_k": [20, 50, 100],
+    "final": ["rerank-terms", "composed"],
+}
+SELECTION_FILE = RESULTS / "logical-negconstraint-selection.summary.json"
+
+
+def _selection_note() -> str:
+    if not SELECTION_FILE.exists():
+        return ""
+    sel = json.loads(SELECTION_FILE.read_text(encoding="utf-8"))
+    return (
+        f"Default knobs of `logical` chosen on the **{sel['split']}** split ({sel['queries']} questions; grid and "
+        f"criterion in `logical-negconstraint-selection.md`): {json.dumps(sel['chosen'])}. Report the other split "
+        "only; the calibration was fitted on MedQuAD and the operators are the issue's defaults, neither on "
+        "NegConstraint."
+    )
+
+
+class _MemoEmbedder:
+    """An embedder whose query vectors are computed once per text (passages pass through)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if todo:
+            self.cache.update(zip(todo, self.inner.embed_queries(todo), strict=True))
+        return np.vstack([self.cache[t] for t in texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_passages(texts)
+
+
+def run_select(args: argparse.Namespace) -> Path:
+    """Every combination of SELECT_GRID on one split (train): the best by Success@1, then nDCG@10, then MRR@10
+    (on a full tie the first in grid order) becomes the default; it is set by hand in
+    chatbot/logical/pipeline.py LogicalConfig, and this report and its summary record the choice."""
+    from chatbot.logical import pipeline as lp
+    from evaluation.harness import compute_metrics, load_judged
+
+    data: Path = args.data
+    services = eval_services(data)
+    index = prepare_index(data, services)
+    services.__dict__["embedder"] = _MemoEmbedder(services.embedder)  # the terms repeat across the grid
+    judged = load_judged(data, None, args.split)
+    keys = list(SELECT_GRID)
+    grid = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*SELECT_GRID.values())]
+    rows = []
+    for changes in grid:
+        config = lp.LogicalConfig(**changes)
+        runs, walls = {}, []
+        for qid, text in judged.queries.items():
+            start = time.perf_counter()
+            runs[qid] = [h.segment.doc_id for h in lp.logical_retrieve(text, services, config).ranked]
+            walls.append((time.perf_counter() - start) * 1000)
+        m = compute_metrics(judged.qrels, runs)["aggregate"]
+        first = [{"query_id": q, "top": [{"doc_id": d} for d in r[:1]]} for q, r in runs.items()]
+        rows.append(
+            {
+                **changes,
+                "Success@1": success_at_1(first, judged.qrels),
+                "nDCG@10": round(m["nDCG@10"], 4),
+                "MRR@10": round(m["MRR@10"], 4),
+                "p50_ms": float(np.median(walls)),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    best = max(rows, key=lambda r: (round(r["Success@1"], 6), r["nDCG@10"], r["MRR@10"]))  # first max wins ties
+    chosen = {k: best[k] for k in keys}
+    current = {k: getattr(lp.LogicalConfig(), k) for k in keys}
+    out = RESULTS / f"{args.name}.md"
+    lines = [
+        f"# Choice of the logical pipeline's default knobs on NegConstraint's {args.split} split",
+        "",
+        f"Command: `{_command()}`",
+        "",
+        f"{len(judged.queries)} questions of the `{args.split}` split (evaluation/splits.py, by query id); "
+        f"embedder {services.embedder.name}, reranker {services.settings.rerank.kind}, index {json.dumps(index)}. "
+        f"Every combination of {json.dumps(SELECT_GRID)} (other knobs at their defaults). Criterion: Success@1 "
+        "(the issue's target), then nDCG@10, then MRR@10; on a full tie the first in grid order. Latency with "
+        "term vectors cached across the grid (embedding the terms is not included).",
+        "",
+        f"**Chosen: {json.dumps(chosen)}** (LogicalConfig defaults when this ran: {json.dumps(current)}).",
+        "",
+        "| " + " | ".join(keys) + " | Success@1 | nDCG@10 | MRR@10 | p50 ms |",
+        "|" + "---|" * (len(keys) + 4),
+    ]
+    for r in sorted(rows, key=lambda r: (-r["Success@1"], -r["nDCG@10"], -r["MRR@10"])):
+        lines.append(
+            "| "
+            + " | ".join(str(r[k]) for k in keys)
+            + f" | {r['Success@1']:.3f} | {r['nDCG@10']:.4f} | {r['MRR@10']:.4f} | {r['p50_ms']:.0f} |"
+        )
+    lines.append("")
+    out.write_text("\n".join(lines), encoding="utf-8")
+    SELECTION_FILE.write_text(
+        json.dumps(
+            {
+                "command": _command(),
+                "split": args.split,
+                "queries": len(judged.queries),
+                "chosen": chosen,
+                "grid": rows,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
     )
     return out
 
@@ -487,6 +613,146 @@ def segments_of(case: dict[str, Any], topics: list[tuple[str, str]]) -> list[tup
     return [(t, lookup[t]) for t in case["terms"]]
 
 
+# -- OrLog predicate plausibility: cost and gain on a small fixed subset ------------------------------------------
+
+ORLOG_PIPELINES = ("naive", "logical", "logical-prob", "logical-orlog")
+ORLOG_PAPER = {  # OrLog Table 1/3, QUEST test set, E5 retriever + reranker, Param+ (entity descriptions given)
+    "E5 (retriever only)": {"P@1": 0.182, "NDCG@10": 0.142, "MRR": 0.269},
+    "OrLog, Llama-3.3-70B": {"P@1": 0.308, "NDCG@10": 0.197, "MRR": 0.384},
+    "OrLog, Qwen-2.5-7B": {"P@1": 0.303, "NDCG@10": 0.199, "MRR": 0.381},
+}
+
+
+def run_orlog(args: argparse.Namespace) -> Path:
+    """The first ``limit`` questions of a split (file order: a fixed subset), each pipeline on the same ones;
+    cost from the pipeline's trace (LLM calls, plausibility time) and wall time per question."""
+    from chatbot.pipeline import run_pipeline
+    from evaluation.harness import compute_metrics, load_judged
+
+    data: Path = args.data
+    services = eval_services(data)
+    index = prepare_index(data, services)
+    judged = load_judged(data, args.limit, args.split)
+    rows: dict[str, dict[str, Any]] = {}
+    per_query: list[dict[str, Any]] = []
+    for name in args.pipelines:
+        runs: dict[str, list[str]] = {}
+        walls, calls, plaus_ms, fallbacks, statuses = [], [], [], [], {}
+        for qid, text in judged.queries.items():
+            start = time.perf_counter()
+            result = run_pipeline(name, text, services)
+            walls.append(time.perf_counter() - start)
+            runs[qid] = [h.segment.doc_id for h in result.ranked]
+            plaus = (result.info.get("logical") or {}).get("plausibility") or {}
+            calls.append(plaus.get("calls", 0))
+            plaus_ms.append(plaus.get("ms", 0.0))
+            fallbacks.append(plaus.get("fallback_pairs", 0))
+            for k, v in (plaus.get("status") or {}).items():
+                statuses[k] = statuses.get(k, 0) + v
+            per_query.append(
+                {
+                    "query_id": qid,
+                    "pipeline": name,
+                    "top": [{"doc_id": d} for d in runs[qid][:3]],
+                    "calls": calls[-1],
+                    "seconds": round(walls[-1], 2),
+                }
+            )
+            print(f"{name} {qid}: {walls[-1]:.1f} s, {calls[-1]} calls", file=sys.stderr, flush=True)
+        m = compute_metrics(judged.qrels, runs)
+        first = [{"query_id": q, "top": [{"doc_id": d} for d in r[:1]]} for q, r in runs.items()]
+        rows[name] = {
+            "Success@1": success_at_1(first, judged.qrels),
+            "nDCG@10": m["aggregate"]["nDCG@10"],
+            "MRR@10": m["aggregate"]["MRR@10"],
+            "calls_per_q": float(np.mean(calls)),
+            "s_per_q": float(np.mean(walls)),
+            "s_p50": float(np.median(walls)),
+            "llm_s_per_call": (sum(plaus_ms) / 1000 / sum(calls)) if sum(calls) else 0.0,
+            "fallback_pairs": int(sum(fallbacks)),
+            "status": statuses,
+            "per_query": m["per_query"],
+        }
+    out = RESULTS / f"{args.name}.md"
+    s = services.settings
+    lines = [
+        f"# OrLog predicate plausibility on NegConstraint ({len(judged.queries)} questions, {args.split} split)",
+        "",
+        f"Command: `{_command()}`",
+        "",
+        f"Subset: the first {len(judged.queries)} judged questions of the `{args.split}` split in file order "
+        "(evaluation/splits.py; the logical defaults were chosen on `train`). Query ids: "
+        + ", ".join(judged.queries)
+        + ".",
+        "",
+        f"Embedder {services.embedder.name}; reranker {s.rerank.kind}; index {json.dumps(index)}. LLM "
+        f"`{s.llm.model}` ({s.llm.model_path.name}) on llama-server, {s.llm.threads} thread(s), endpoint "
+        f"{s.llm.base_url}; prompt `prompts/logical_plausibility.txt`; top {s.logical.llm_candidates} segments "
+        f"rescored, passages cut to {s.logical.llm_max_chars} characters; one call per (segment, term) with "
+        "max_tokens 1, temperature 0, top_logprobs 10; P(True) = softmax(l_True, l_False).",
+        "",
+        "`logical-orlog` = the `logical` pipeline with term_scorer llm-logprob in probabilistic mode (exact "
+        "probability of the query from the LLM plausibilities, OrLog §3.6); `logical-prob` is the same with "
+        "calibrated embedding scores, so the two differ only in the term scorer.",
+        "",
+        "| pipeline | Success@1 | nDCG@10 | MRR@10 | LLM calls / q | s / q (mean) | s / q (p50) | s / LLM call |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in rows.items():
+        lines.append(
+            f"| {name} | {r['Success@1']:.3f} | {r['nDCG@10']:.4f} | {r['MRR@10']:.4f} | {r['calls_per_q']:.1f} | "
+            f"{r['s_per_q']:.1f} | {r['s_p50']:.1f} | {r['llm_s_per_call']:.2f} |"
+        )
+    for name, r in rows.items():
+        if r["calls_per_q"]:
+            lines += [
+                "",
+                f"`{name}` plausibility outcomes over all pairs: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(r["status"].items()))
+                + f"; pairs that fell back to the embedding score: {r['fallback_pairs']} (ok = both True and False "
+                "among the top 10 tokens; bounded = one of them, the other bounded by the lowest listed).",
+            ]
+    if "logical-prob" in rows and "logical-orlog" in rows:
+        from scipy import stats
+
+        a = [rows["logical-prob"]["per_query"][q]["nDCG@10"] for q in judged.queries]
+        b = [rows["logical-orlog"]["per_query"][q]["nDCG@10"] for q in judged.queries]
+        diff = np.subtract(b, a)
+        p = 1.0 if np.allclose(diff, 0) else float(stats.wilcoxon(a, b, zero_method="zsplit").pvalue)
+        better, worse = int(np.sum(diff > 1e-9)), int(np.sum(diff < -1e-9))
+        lines += [
+            "",
+            f"logical-orlog vs logical-prob, nDCG@10 per question: {better} better, {worse} worse, "
+            f"{len(diff) - better - worse} equal; mean difference {diff.mean():+.4f} (Wilcoxon p = {p:.3g}; "
+            f"{len(diff)} questions: a pilot, not a significance claim).",
+        ]
+    lines += [
+        "",
+        "Paper (OrLog, QUEST test set, 1,727 queries, E5 top-20, Param+; not comparable in absolute terms: "
+        "entity-seeking queries, 7B-70B models on GPUs): "
+        + "; ".join(f"{k}: " + ", ".join(f"{m} {v:.3f}" for m, v in d.items()) for k, d in ORLOG_PAPER.items())
+        + ". Their cost: < 6 generated tokens per query-entity pair vs 35-55 for LLM-as-reasoner (Table 2).",
+        "",
+    ]
+    out.write_text("\n".join(lines), encoding="utf-8")
+    (RESULTS / f"{args.name}.summary.json").write_text(
+        json.dumps(
+            {
+                "command": _command(),
+                "split": args.split,
+                "query_ids": list(judged.queries),
+                "pipelines": {n: {k: v for k, v in r.items() if k != "per_query"} for n, r in rows.items()},
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    with (RESULTS / f"{args.name}.per_query.jsonl").open("w", encoding="utf-8") as fh:
+        for row in per_query:
+            fh.write(json.dumps({**row, **rows[row["pipeline"]]["per_query"][row["query_id"]]}) + "\n")
+    return out
+
+
 # -- (c) routing: questions without negation --------------------------------------------------------------
 
 
@@ -558,7 +824,12 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--data", type=Path, default=SHARED / "negconstraint")
     a.add_argument("--limit", type=int, default=None)
     a.add_argument("--variants", nargs="*", default=None, help=f"subset of {list(NEGCONSTRAINT_VARIANTS)}")
+    a.add_argument("--split", choices=["train", "test", "all"], default="test", help="report this split only")
     a.add_argument("--name", default="logical-negconstraint")
+    sel = sub.add_parser("select", help="choose the default knobs on the train split (grid search)")
+    sel.add_argument("--data", type=Path, default=SHARED / "negconstraint")
+    sel.add_argument("--split", choices=["train", "test"], default="train")
+    sel.add_argument("--name", default="logical-negconstraint-selection")
     b = sub.add_parser("synthetic", help="(b) ITLR three-term synthetic benchmark on MedQuAD segments")
     b.add_argument("--data", type=Path, default=SHARED / "medquad")
     b.add_argument("--per-template", type=int, default=20)
@@ -568,9 +839,22 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--sets", nargs="*", default=["mediqa", "mediqa-it", "medquad", "maternal", "negconstraint"])
     c.add_argument("--eval-set", default="maternal")
     c.add_argument("--name", default="logical-routing")
+    o = sub.add_parser("orlog", help="OrLog LLM plausibility vs embedding term scores on a small fixed subset")
+    o.add_argument("--data", type=Path, default=SHARED / "negconstraint")
+    o.add_argument("--limit", type=int, default=12)
+    o.add_argument("--split", choices=["train", "test", "all"], default="test")
+    o.add_argument("--pipelines", nargs="+", default=list(ORLOG_PIPELINES))
+    o.add_argument("--name", default="logical-orlog")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"negconstraint": run_negconstraint, "synthetic": run_synthetic, "routing": run_routing}[args.cmd](args)
+    runners = {
+        "negconstraint": run_negconstraint,
+        "select": run_select,
+        "synthetic": run_synthetic,
+        "routing": run_routing,
+        "orlog": run_orlog,
+    }
+    out = runners[args.cmd](args)
     print(out.read_text(encoding="utf-8"))
     return 0
 

@@ -53,3 +53,14 @@ def test_success_at_1_reads_the_first_document_of_each_row():
         {"query_id": "q3", "top": []},
     ]
     assert success_at_1(rows, qrels) == pytest.approx(1 / 3)
+
+
+def test_the_grid_embeds_each_term_once(fake_embedder):
+    from evaluation.bench_logical import _MemoEmbedder
+
+    memo = _MemoEmbedder(fake_embedder)
+    first = memo.embed_queries(["asthma", "fever", "asthma"])
+    again = memo.embed_queries(["fever", "sleep"])
+    assert fake_embedder.queries == ["asthma", "fever", "sleep"]
+    assert first[0] == pytest.approx(first[2]) and again[0] == pytest.approx(first[1])
+    assert (memo.name, memo.dim) == (fake_embedder.name, fake_embedder.dim)

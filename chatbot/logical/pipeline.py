@@ -4,7 +4,7 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
 1. Route: the deterministic detector (``detect.analyse``) decides. No logical structure → ``naive``.
 2. Query: the detector's, or (``query_source`` "auto"/"llm" and a working ``services.llm``) the LLM's,
    validated by the parser and repaired or replaced by the detector's.
-3. Candidates: dense top-``per_term_k`` for every POSITIVE term, union.
+3. Candidates: dense top-``per_term_k`` (20) for every POSITIVE term, union.
 4. Term scores: cosine of every distinct term against every candidate (stored segment vectors); a negated
    term's vector is first orthogonalised against the positive terms (``orthogonal_not``), so "NOT the
    trial scene" penalises the trial, not the novel both terms share.
@@ -63,11 +63,13 @@ class LogicalConfig:
     calibrate: bool = False  # fuzzy mode on calibrated term scores (probabilistic always calibrates)
     calibration: Calibration | None = None  # None: the fitted one for the embedder (calibration.json)
     final: str = "rerank-terms"
-    per_term_k: int = 50
+    # final, per_term_k, orthogonal_not and second_segment_weight were chosen on NegConstraint's TRAIN split
+    # (`python -m evaluation.bench_logical select`, evaluation/results/logical-negconstraint-selection.md);
+    # reports quote the test split only.
+    per_term_k: int = 20  # dense candidates per positive term (union)
     include_question: bool = False  # also gather the whole question's dense top-k as candidates
-    # Both below were chosen on NegConstraint (evaluation/results/logical-negconstraint.md; no held-out split):
     orthogonal_not: bool = True  # negated terms scored with their vector orthogonalised to the positives
-    second_segment_weight: float = 0.5  # document score = best segment + w · second-best segment (0: best only)
+    second_segment_weight: float = 1.0  # document score = best segment + w · second-best segment (0: best only)
     query_source: str = "detector"  # detector | auto (LLM when services.llm works) | llm
     trace_top: int = 10  # candidates whose per-term scores go into RetrievalResult.info
     term_scorer: str = "embedding"  # embedding | llm-logprob (OrLog predicate plausibility on the top candidates)
