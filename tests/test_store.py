@@ -120,6 +120,66 @@ def test_turn_feedback_queue_filters_and_review_with_audit(store):
     assert repo.counts(store) == {"turns": 2, "reviews": 1, "approvals": 1}
 
 
+# Invalid questions as answer() returns them, and what is stored: (question, stored question, stored reply,
+# trace "input" note). NUL, ESC, DEL and a lone surrogate become visible escapes; the over-long one is cut.
+INVALID_INPUTS = [
+    ("", "", "Please type a question.\nScrivi una domanda.", None),
+    (
+        "\x00\x1b\x7f\ud800 hi",
+        "\\x00\\x1b\\x7f\\ud800 hi",
+        "Your message contains unreadable characters (binary data?). Please type your question in words.\n"
+        "Il messaggio contiene caratteri illeggibili (dati binari?). Scrivi la tua domanda a parole.",
+        {"chars": 7, "escaped": 4, "truncated": False},
+    ),
+    (
+        "a" * 12_000,
+        "a" * repo.STORED_QUESTION_MAX_CHARS,
+        "Your question is too long (12000 characters); please keep it under 2000.\n"
+        "La domanda è troppo lunga (12000 caratteri); resta sotto i 2000.",
+        {"chars": 12_000, "escaped": 0, "truncated": True},
+    ),
+]
+
+
+def check_invalid_input_turns_are_stored_safely(store) -> None:
+    """Invalid questions are recorded (status invalid_input, the polite reply, no links), control characters
+    and NUL stored as visible escapes, and kept out of the review queue; an LLM draft with NUL in the trace
+    is stored escaped too."""
+    from types import SimpleNamespace
+
+    from chatbot.answer import answer
+
+    services = SimpleNamespace(settings=Settings())  # invalid input never reaches the pipeline
+    conv = repo.new_conversation_id()
+    for question, stored, reply, note in INVALID_INPUTS:
+        ans = answer(question, services)
+        assert (ans["status"], ans["reply"], ans["links"], ans["urgent"]) == ("invalid_input", reply, [], False)
+        turn = repo.get_turn(store, repo.record_turn(store, conv, ans, latency_ms=1.0))
+        assert (turn["question"], turn["reply"], turn["links"], turn["status"]) == (stored, reply, [], "invalid_input")
+        assert turn["language"] == "unknown" and turn["flagged"] is False
+        assert turn["trace"].get("input") == note
+        assert turn["trace"]["safety"] == {"input": "invalid"}
+    drafted = {**ANSWER, "trace": {**ANSWER["trace"], "compose": {"attempts": [{"draft": "caf\x00feine"}]}}}
+    turn = repo.get_turn(store, repo.record_turn(store, conv, drafted))
+    assert turn["trace"]["compose"] == {"attempts": [{"draft": "caf\\x00feine"}]}
+    assert "input" not in turn["trace"]
+    assert [r["status"] for r in repo.list_queue(store, "all")] == ["answered"]  # invalid turns are not queued
+    assert repo.counts(store)["turns"] == 4
+
+
+def test_invalid_input_turns_are_recorded_with_control_characters_escaped(store):
+    check_invalid_input_turns_are_stored_safely(store)
+
+
+def test_storable_text_escapes_only_what_a_database_cannot_hold():
+    assert repo.storable_text("a\x00b\tc\nd\re\x0bf\x85g\udfffh ✓") == (
+        "a\\x00b\tc\nd\re\\x0bf\\x85g\\udfffh ✓",
+        4,
+    )
+    assert repo.storable_question(None) == ("None", None)
+    assert repo.storable_question("ok") == ("ok", None)
+
+
 def test_passwords_are_hashed_and_users_validated(store):
     auth.add_user(store, "ada", "a-long-password", "admin")
     with store.engine.connect() as conn:
@@ -352,3 +412,17 @@ def test_postgresql_migrations_repositories_and_kill_9(postgres_url, tmp_path):
     downgrade(store.engine, "base")
     assert current_revision(store.engine) is None
     store.dispose()
+
+
+@pytest.mark.integration
+def test_postgresql_stores_invalid_input_turns_with_nul_escaped(postgres_url, tmp_path):
+    store = open_store(Settings(paths={"data_dir": tmp_path / "data"}, store={"url": postgres_url}))
+    try:
+        with store.engine.begin() as conn:  # the reason for escaping: PostgreSQL refuses NUL in text
+            with pytest.raises(Exception, match=r"text fields cannot contain NUL \(0x00\) bytes"):
+                conn.execute(text("SELECT CAST(:v AS text)"), {"v": "a\x00b"})
+        with store.engine.begin() as conn:
+            conn.execute(text("DELETE FROM turns"))
+        check_invalid_input_turns_are_stored_safely(store)
+    finally:
+        store.dispose()

@@ -447,6 +447,44 @@ def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops
     assert repo.get_turn(store, turn["id"])["review_state"] == "revoked"
 
 
+def test_invalid_questions_get_a_polite_reply_and_are_still_recorded(clients, live):
+    """Empty, over-long, binary and non-text questions through the patient page's API: the polite message as
+    the reply, no links, and a stored turn with status invalid_input (control characters escaped)."""
+    from sqlalchemy import select
+
+    from chatbot.store.models import Turn
+
+    anon = clients["anonymous"]
+    cases = [  # (question sent, chat bubble shown back, reply, stored question)
+        ("", None, "Please type a question.\nScrivi una domanda.", ""),
+        (
+            "x" * 2500,
+            "x" * 2000 + "…",
+            "Your question is too long (2500 characters); please keep it under 2000.\n"
+            "La domanda è troppo lunga (2500 caratteri); resta sotto i 2000.",
+            "x" * 2500,
+        ),
+        (
+            "\x00\x01\x02\x03 abc",
+            "\\x00\\x01\\x02\\x03 abc",
+            "Your message contains unreadable characters (binary data?). Please type your question in words.\n"
+            "Il messaggio contiene caratteri illeggibili (dati binari?). Scrivi la tua domanda a parole.",
+            "\\x00\\x01\\x02\\x03 abc",
+        ),
+        (None, None, "The question must be text.\nLa domanda deve essere un testo.", "None"),
+    ]
+    for question, bubble, reply, stored in cases:
+        result = ask_api(anon, question)
+        assert result["success"] is True
+        history = result["output"]["data"][0]
+        shown = [(m["role"], m["content"][0]["text"]) for m in history]
+        assert shown == ([("user", bubble)] if bubble else []) + [("assistant", reply)]  # no sources
+        with live.state.store.session() as s:
+            turn = s.scalars(select(Turn).where(Turn.question == stored).order_by(Turn.id.desc())).first()
+            assert turn is not None, repr(question)[:40]
+            assert (turn.status, turn.reply, turn.links, turn.urgent) == ("invalid_input", reply, [], False)
+
+
 def _users(store) -> list[tuple[int, str]]:
     from chatbot.store.models import User
 

@@ -44,6 +44,14 @@ def _md_escape(text: str) -> str:
     return text.replace("[", "\\[").replace("]", "\\]")
 
 
+def shown_question(message: str, max_chars: int) -> str:
+    """The patient's question as the chat shows it back: control characters as visible escapes, cut after
+    ``max_chars`` (an over-long question is refused anyway); empty for a blank message."""
+    if not message.strip():
+        return ""
+    return repo.storable_text(message[:max_chars])[0] + ("…" if len(message) > max_chars else "")
+
+
 def banner_html(ans: dict[str, Any] | None, lang: str) -> str:
     if not ans or not ans.get("urgent"):
         return ""
@@ -84,22 +92,25 @@ def build_patient_app(state: Any):
         conv.setdefault("turns", {})
         conv["pending"] = None
         history = list(history or [])
-        if not isinstance(message, str) or not message.strip():
-            return history, conv, ""
-        history.append({"role": "user", "content": message})
+        text = message if isinstance(message, str) else ""
+        shown = shown_question(text, state.settings.safety.max_question_chars)
+        if shown:
+            history.append({"role": "user", "content": shown})
         start = time.perf_counter()
-        try:
+        try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
             ans = answer_with_memory(message, state.services, state.memory, state.settings.retrieval.pipeline)
         except Exception:  # the patient sees a plain message; the operator sees the traceback
             log.exception("answer failed")
-            ans = {"reply": t(detect_language(message), "error"), "links": [], "status": "error", "urgent": False}
-            conv["pending"] = {"ans": ans, "turn_id": None, "lang": detect_language(message)}
+            ans = {"reply": t(detect_language(text), "error"), "links": [], "status": "error", "urgent": False}
+            conv["pending"] = {"ans": ans, "turn_id": None, "lang": detect_language(text)}
             return history, conv, ""
         latency = (time.perf_counter() - start) * 1000
-        lang = (ans.get("language") or detect_language(message))[:2]
-        turn_id = None
-        if ans.get("status") != "invalid_input":
+        lang = (ans.get("language") or detect_language(text))[:2]
+        try:  # every turn is recorded, invalid input included (status invalid_input, no links)
             turn_id = repo.record_turn(state.store, conv["conversation_id"], ans, latency)
+        except Exception:  # the patient still gets the reply; the operator sees the traceback
+            log.exception("recording the turn failed")
+            turn_id = None
         conv["pending"] = {"ans": ans, "turn_id": turn_id, "lang": lang}
         return history, conv, ""
 

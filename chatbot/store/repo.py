@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -13,6 +14,46 @@ from chatbot.store.db import Store
 from chatbot.store.models import Approval, AuditLog, Conversation, LinkVerdict, Review, Turn, User, utcnow
 
 QUEUE_FILTERS = ("unreviewed", "flagged", "thumbs_down", "all")
+# A stored question is cut here (5 times the input limit): an over-long question is refused anyway, and an
+# API caller must not fill the database; the trace keeps the original length.
+STORED_QUESTION_MAX_CHARS = 10_000
+# Escaped before storing: C0 controls but tab, newline and carriage return (PostgreSQL rejects NUL in text
+# and JSON; the others would be stored invisibly), DEL and C1 controls, and lone surrogates (not encodable
+# as UTF-8 by either driver).
+_UNSTORABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(m: re.Match) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def storable_text(text: str) -> tuple[str, int]:
+    """(text, number of escapes): NUL, other control characters (not tab, newline, CR) and lone surrogates
+    become visible escapes (``\\x00``, ``\\x1b``, ``\\ud800``) that SQLite and PostgreSQL both store."""
+    return _UNSTORABLE.subn(_escape, text)
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (JSON data: trace, links) with every string, key included, made storable."""
+    if isinstance(value, str):
+        return storable_text(value)[0]
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
+    return value
+
+
+def storable_question(question: Any) -> tuple[str, dict[str, Any] | None]:
+    """(stored text, note): the question made storable and cut at STORED_QUESTION_MAX_CHARS; the note (for
+    the trace) gives the original length and what was changed, or is None when nothing was."""
+    raw = question if isinstance(question, str) else str(question)
+    cut = raw[:STORED_QUESTION_MAX_CHARS]
+    text, escaped = storable_text(cut)
+    if escaped == 0 and len(cut) == len(raw):
+        return text, None
+    return text, {"chars": len(raw), "escaped": escaped, "truncated": len(cut) < len(raw)}
 
 
 def new_conversation_id() -> str:
@@ -20,8 +61,14 @@ def new_conversation_id() -> str:
 
 
 def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency_ms: float | None = None) -> int:
-    """Store one answered question with its full trace; returns the turn id."""
-    trace = ans.get("trace") or {}
+    """Store one question (answered, refused or invalid) with its full trace; returns the turn id.
+
+    Every text is made storable first (control characters and lone surrogates escaped, see storable_text);
+    an over-long question is cut, and the trace's ``input`` then keeps its original length."""
+    question, note = storable_question(ans.get("question", ""))
+    trace = _storable(ans.get("trace") or {})
+    if note is not None:
+        trace["input"] = note
     memory = trace.get("memory") or {}
     with store.session() as s:
         conv = s.get(Conversation, conversation_id)
@@ -33,13 +80,13 @@ def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency
         turn = Turn(
             conversation_id=conversation_id,
             created_at=now,
-            question=str(ans.get("question", "")),
-            reply=str(ans.get("reply", "")),
-            links=list(ans.get("links") or []),
+            question=question,
+            reply=storable_text(str(ans.get("reply", "")))[0],
+            links=_storable(list(ans.get("links") or [])),
             status=str(ans.get("status", "")),
             urgent=bool(ans.get("urgent")),
             demo_content=bool(ans.get("demo_content")),
-            language=ans.get("language"),
+            language=storable_text(str(ans["language"]))[0][:8] if ans.get("language") else None,
             pipeline=trace.get("pipeline"),
             answered_by=trace.get("answered_by", "pipeline"),
             approval_id=memory.get("approval_id") if memory.get("hit") else None,
