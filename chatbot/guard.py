@@ -8,6 +8,9 @@
 - ``grounded-sentences`` (generative replies): every sentence is supported by the linked segments,
   scored by a support scorer against a threshold, and every number in it occurs in them (fix: drop the
   unsupported sentences).
+- ``reply-language`` (generative replies): the reply is in the patient's language, by the detector that
+  screens questions (chatbot.stages.safety.detect_language); no fix: on failure the composer falls back to
+  the extractive reply, which picks segments in the patient's language or says they are in another one.
 
 Every validator writes what it found into ``metadata["report"]`` so the answer trace records each outcome.
 Importing this module writes ``~/.guardrailsrc`` (metrics and remote inference off) if it is absent, before
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.stages.compose import split_sentences
-from chatbot.stages.safety import EMAIL_RE, URL_RE
+from chatbot.stages.safety import EMAIL_RE, URL_RE, detect_language
 
 GUARDRAILS_RC = "enable_metrics=false\nuse_remote_inferencing=false\n"
 
@@ -254,11 +257,37 @@ class GroundedSentences(Validator):
         return FailResult(error_message=f"{len(unsupported)} of {len(rows)} sentence(s) unsupported", fix_value=fixed)
 
 
+@register_validator(name="certified-chatbot/reply-language", data_type="string")
+class ReplyLanguage(Validator):
+    """The reply is written in the patient's language (metadata ``language``: "en" or "it"), as the
+    question-language detector reads it. Too little evidence ("unknown", e.g. an empty or very short reply)
+    passes. No fix (NOOP): the composer falls back to the extractive reply when this fails."""
+
+    def __init__(self, min_evidence: float = 2.0, on_fail: Any = OnFailAction.NOOP, **kwargs: Any) -> None:
+        super().__init__(on_fail=on_fail, min_evidence=min_evidence, use_local=True, **kwargs)
+        self.min_evidence = min_evidence
+
+    def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
+        expected = metadata.get("language") or "en"
+        guess = detect_language(str(value), self.min_evidence)
+        entry = {
+            "outcome": "pass" if guess.language in (expected, "unknown") else "fail",
+            "expected": expected,
+            "detected": guess.language,
+            "scores": {k: v for k, v in guess.scores.items() if v},
+        }
+        _report(metadata, "reply-language", entry)
+        if entry["outcome"] == "pass":
+            return PassResult()
+        return FailResult(error_message=f"reply in {guess.language}, not {expected}")
+
+
 # -- running the guards --------------------------------------------------------------------------------
 
 VALIDATOR_ORDER = {
     "extractive": ("verbatim-certified", "certified-contacts-only", "reply-length"),
-    "generative": ("certified-contacts-only", "grounded-sentences", "reply-length"),
+    # the language of what would be shown: checked last, on the fixed text
+    "generative": ("certified-contacts-only", "grounded-sentences", "reply-length", "reply-language"),
 }
 
 
@@ -288,6 +317,7 @@ def build_guard(mode: str, max_chars: int, support_threshold: float) -> Guard:
         "certified-contacts-only": lambda: CertifiedContactsOnly(),
         "grounded-sentences": lambda: GroundedSentences(threshold=support_threshold),
         "reply-length": lambda: ReplyLength(max_chars=max_chars),
+        "reply-language": lambda: ReplyLanguage(),
     }
     if mode not in VALIDATOR_ORDER:
         raise ValueError(f"unknown compose mode {mode!r}")
@@ -317,8 +347,10 @@ def run_guard(
     max_chars: int,
     support_threshold: float = 0.0,
     support_scorer: SupportScorer | None = None,
+    language: str = "en",
 ) -> GuardResult:
-    """Validate (and fix) a composed reply with the mode's validators; ``guard.validate`` only."""
+    """Validate (and fix) a composed reply with the mode's validators; ``guard.validate`` only.
+    ``language`` is the patient's ("en" or "it"), the language a generative reply must be in."""
     key = (mode, max_chars, float(support_threshold))
     guard = build_guard(*key)
     report: dict[str, Any] = {}
@@ -326,6 +358,7 @@ def run_guard(
         "certified_texts": list(certified_texts),
         "certified_urls": list(certified_urls),
         "support_scorer": support_scorer,
+        "language": language,
         "report": report,
     }
     lock = _locks.setdefault(key, threading.Lock())

@@ -290,6 +290,57 @@ def test_on_unsupported_fallback_rejects_any_unsupported_sentence(fake_embedder)
     )
 
 
+def italian_reply(text, fake_embedder, *segments):
+    return compose_reply(
+        "La febbre nel neonato è pericolosa?",
+        hits(*segments),
+        embedder=fake_embedder,
+        settings=generative(),
+        language="it",
+        llm=FakeLLM(text),
+        scorer=lambda claims, evidence: [0.9] * len(claims),  # every sentence supported: only language counts
+        support_threshold=0.6,
+    )
+
+
+def test_an_italian_generative_reply_to_an_italian_question_is_kept(fake_embedder):
+    text = "Con la febbre sotto i 3 mesi chiama il medico. La febbre si misura sotto l'ascella."
+
+    out = italian_reply(text, fake_embedder, FEBBRE, FEVER)
+
+    assert (out.mode, out.text, out.language_note) == ("generative", text, None)
+    assert out.trace["attempts"][0]["validators"][-1] == {
+        "validator": "reply-language",
+        "outcome": "pass",
+        "expected": "it",
+        "detected": "it",
+        "scores": {"en": 1.0, "it": 5.0, "fr": 1.0},
+    }
+
+
+def test_an_english_generative_reply_to_an_italian_question_falls_back_to_italian_certified_text(fake_embedder):
+    out = italian_reply("A fever in a baby under 3 months needs a doctor.", fake_embedder, FEBBRE, FEVER)
+
+    assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
+    assert (out.text, out.language_note) == (FEBBRE.text, None)
+    assert out.trace["attempts"][0]["validators"][-1] == {
+        "validator": "reply-language",
+        "outcome": "fail",
+        "expected": "it",
+        "detected": "en",
+        "scores": {"en": 2.0},
+    }
+
+
+def test_an_english_generative_reply_with_only_english_segments_falls_back_with_the_language_note(fake_embedder):
+    out = italian_reply("A fever in a baby under 3 months needs a doctor.", fake_embedder, FEVER, DIABETES)
+
+    assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
+    assert out.language_note == OTHER_LANGUAGE_NOTE["it"]  # "... ecco quelle disponibili in inglese:"
+    assert out.text == f"{FEVER.text}\n\n{DIABETES.text}"
+    assert [a["mode"] for a in out.trace["attempts"]] == ["generative", "extractive"]
+
+
 def test_extractive_mode_never_calls_the_llm(fake_embedder):
     llm = FakeLLM("Asthma can get worse at night.")
 

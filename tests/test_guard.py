@@ -14,6 +14,7 @@ from chatbot.guard import (
     VALIDATOR_ORDER,
     CertifiedContactsOnly,
     GroundedSentences,
+    ReplyLanguage,
     ReplyLength,
     VerbatimCertified,
     build_guard,
@@ -209,6 +210,44 @@ def test_grounded_without_a_scorer_is_an_error():
         GroundedSentences(threshold=0.5).validate("A claim.", {"certified_texts": CERTIFIED})
 
 
+# -- reply-language -------------------------------------------------------------------------------------------
+
+ENGLISH_REPLY = "The usual advice is to keep caffeine under 200 mg a day. Coffee and tea both count."
+ITALIAN_REPLY = "Il consiglio è di non superare 200 mg di caffeina al giorno. Anche il tè conta."
+
+
+def test_reply_language_fails_an_english_reply_to_an_italian_question():
+    result, report = validate(ReplyLanguage(), ENGLISH_REPLY, language="it")
+
+    assert result.outcome == "fail" and result.error_message == "reply in en, not it"
+    assert result.fix_value is None  # no fix: the composer falls back to the extractive reply
+    assert report == {"reply-language": {"outcome": "fail", "expected": "it", "detected": "en", "scores": {"en": 4.0}}}
+
+
+def test_reply_language_passes_an_italian_reply_to_an_italian_question():
+    result, report = validate(ReplyLanguage(), ITALIAN_REPLY, language="it")
+
+    assert result.outcome == "pass"
+    assert report == {
+        "reply-language": {"outcome": "pass", "expected": "it", "detected": "it", "scores": {"it": 7.0, "fr": 2.0}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "outcome", "detected"),
+    [
+        (ENGLISH_REPLY, None, "pass", "en"),  # no language given: English
+        ("", "it", "pass", "unknown"),  # nothing to read
+        ("Paracetamolo 500 mg.", "en", "pass", "unknown"),  # too few clues
+        ("Le médecin dit que la fièvre de votre bébé est une urgence et que vous devez appeler.", "it", "fail", "fr"),
+    ],
+)
+def test_reply_language_edge_cases(text, language, outcome, detected):
+    _, report = validate(ReplyLanguage(), text, language=language)
+
+    assert (report["reply-language"]["outcome"], report["reply-language"]["detected"]) == (outcome, detected)
+
+
 # -- the guards --------------------------------------------------------------------------------------------------
 
 
@@ -248,6 +287,7 @@ def test_generative_guard_chains_fixes_and_records_each_outcome():
         ("certified-contacts-only", "fail"),
         ("grounded-sentences", "fail"),
         ("reply-length", "fail"),
+        ("reply-language", "pass"),
     ]
     assert result.outcome("certified-contacts-only")["removed_sentences"] == ["Buy it at http://pills.example.com now."]
     assert result.outcome("grounded-sentences")["supported"] == 2
@@ -299,7 +339,7 @@ def test_metrics_stay_off_even_when_an_existing_rc_file_enables_them(tmp_path, m
         assert guard._allow_metrics_collection is False
         assert HubTelemetry()._enabled is False
         assert (settings.rc.enable_metrics, settings.rc.use_remote_inferencing) == (False, False)
-        assert [v._disable_telemetry for v in guard._validators] == [True, True, True]
+        assert [v._disable_telemetry for v in guard._validators] == [True, True, True, True]
     finally:
         build_guard.cache_clear()
 

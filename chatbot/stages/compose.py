@@ -5,7 +5,8 @@
   from segments in the patient's language when the top-3 has any.
 - ``generative``: an LLM (anything with ``complete(messages, max_tokens) -> str``) writes a short reply
   from the question and the top-3 segments only (prompt: ``prompts/compose_generative.txt``); validators
-  remove unsupported sentences and uncertified contacts, or the reply falls back to ``extractive``.
+  remove unsupported sentences and uncertified contacts, or the reply falls back to ``extractive`` (also
+  when it is not in the patient's language).
 
 The source links are never composed here: the caller attaches them from segment metadata.
 """
@@ -372,7 +373,7 @@ class ComposedReply:
     trace: dict[str, Any]
 
 
-def _validate(composition: Composition, hits: Sequence[Hit], mode: str, cfg, scorer=None, threshold=0.0):
+def _validate(composition: Composition, hits: Sequence[Hit], mode: str, cfg, scorer=None, threshold=0.0, language="en"):
     from chatbot.guard import run_guard
 
     return run_guard(
@@ -383,6 +384,7 @@ def _validate(composition: Composition, hits: Sequence[Hit], mode: str, cfg, sco
         max_chars=cfg.max_chars,
         support_threshold=threshold,
         support_scorer=scorer,
+        language=language,
     )
 
 
@@ -424,7 +426,7 @@ def compose_reply(
                 )
             else:
                 start = time.perf_counter()
-                result = _validate(comp, hits, "generative", cfg, scorer, support_threshold)
+                result = _validate(comp, hits, "generative", cfg, scorer, support_threshold, language)
                 attempt = {
                     "mode": "generative",
                     "draft": comp.text,
@@ -437,8 +439,11 @@ def compose_reply(
                 grounded = result.outcome("grounded-sentences") or {}
                 total = grounded.get("total") or 0
                 share = (grounded.get("supported", 0) / total) if total else 0.0
+                wrong_language = result.outcome("reply-language") or {}
                 if not result.text:
                     reason = "no sentence survived validation"
+                elif wrong_language.get("outcome") == "fail":
+                    reason = f"reply in {wrong_language['detected']}, not in the patient's {language}"
                 elif cfg.on_unsupported == "fallback" and grounded.get("outcome") == "fail":
                     reason = "unsupported sentence(s) and compose.on_unsupported=fallback"
                 elif share < cfg.min_supported_share:
