@@ -311,9 +311,9 @@ class LogicalSettings(_Group):
         description="How a term is scored against a candidate segment. embedding: cosine of the term's and the "
         "segment's vectors (no LLM, ~5 ms per question). llm-logprob (OrLog predicate plausibility): for the "
         "top llm_candidates segments, one 1-token LLM completion per segment and term, P(True) read from the "
-        "log-probabilities of True/False; with the embedded 1.5B model on 2 cores that is 20 × (terms) calls, "
-        "~1-3 s each (the segment is read once per segment thanks to the prompt cache): minutes per question, "
-        "a benchmark option, not for patients (see evaluation/results/logical-orlog.md).",
+        "log-probabilities of True/False. Measured (evaluation/results/logical-orlog.md, 10 NegConstraint test "
+        "questions, top 10, embedded Qwen2.5-Coder-1.5B, loaded box): 22 calls and ~4 min per question, and "
+        "WORSE ranking than the embedding scorer (nDCG@10 0.789 -> 0.455): a research option, not for patients.",
     )
     llm_candidates: int = Field(
         default=20,
