@@ -235,7 +235,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     if not relevant:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
-    from chatbot.stages.compose import compose_reply, support_scorer
+    from chatbot.stages.compose import compose_reply, pragmatic_context, support_scorer
 
     ccfg = services.settings.compose
     stage_event("compose")
@@ -261,6 +261,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
         scorer=scorer,
         scorer_kind=kind,
         support_threshold=support_threshold,
+        context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
     )
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
