@@ -31,6 +31,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -422,6 +423,44 @@ class LLMClient:
         except (AttributeError, IndexError, TypeError, ValueError) as exc:
             raise LLMUnavailable("garbage", f"no log-probabilities in the response: {str(resp)[:200]!r}") from exc
         return text, alternatives, stats
+
+    def stream(self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0) -> Iterator[str]:
+        """The assistant's text for ``messages`` as it is generated (``stream: true``), one piece at a time;
+        raises LLMUnavailable on any failure, before or during the stream (also when the stream ends without
+        a finish reason: a cut connection must not pass for a whole reply)."""
+        import httpx
+        import openai
+        import pydantic
+
+        self.ensure_ready()
+        try:
+            chunks = self.client.chat.completions.create(
+                model=self.settings.model,
+                messages=messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stream=True,
+            )
+            finished = False
+            for chunk in chunks:
+                choices = getattr(chunk, "choices", None) or []
+                piece = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+                if isinstance(piece, str) and piece:
+                    yield piece
+                finished = finished or bool(choices and getattr(choices[0], "finish_reason", None))
+            if not finished:
+                raise LLMUnavailable("down", f"the stream from {self.settings.base_url} ended before the reply did")
+        except openai.APITimeoutError as exc:
+            raise LLMUnavailable("timeout", f"no answer within {self.settings.timeout_s:g} s") from exc
+        except openai.APIConnectionError as exc:
+            self._ready = False
+            raise LLMUnavailable("down", f"cannot reach {self.settings.base_url}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            raise LLMUnavailable("error", f"HTTP {exc.status_code} from {self.settings.base_url}") from exc
+        except httpx.HTTPError as exc:  # the connection broke during the stream
+            raise LLMUnavailable("down", f"stream from {self.settings.base_url} broke: {exc}") from exc
+        except (openai.OpenAIError, pydantic.ValidationError, ValueError, TypeError, AttributeError) as exc:
+            raise LLMUnavailable("garbage", f"unparsable stream: {type(exc).__name__}: {exc}") from exc
 
     def _create(
         self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any

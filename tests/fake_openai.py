@@ -5,6 +5,10 @@ body that is not JSON), ``nonsense`` (a valid completion whose text is symbols),
 ``error`` (HTTP 500). ``down`` is a port nobody listens on (``closed_port()``). Every request body is
 recorded in ``requests``. ``reply`` is a string or a function of the request body.
 
+Streaming: a request with ``stream: true`` gets the reply as server-sent events, one chunk per word (the
+``ok`` and ``slow`` modes, then a last chunk with ``finish_reason`` and ``[DONE]``); ``stream_break`` closes
+the connection after the first chunk, mid-event.
+
 Log-probabilities: when a request asks for them (``logprobs: true``) and ``logprobs`` is set, the choice
 carries them in the OpenAI shape (``choices[0].logprobs.content[0].top_logprobs``): ``logprobs`` is a list
 of (token, logprob) alternatives for the single generated token, best first, or a function of the request
@@ -51,11 +55,23 @@ def completion(text: str | None, model: str = "fake", alternatives: Alternatives
     }
 
 
+def stream_chunk(piece: str, model: str = "fake") -> dict[str, Any]:
+    """One ``chat.completion.chunk`` of a streamed reply."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+    }
+
+
 class FakeOpenAIServer:
     def __init__(self, reply: Reply = "A canned passage about sleep and tiredness.", mode: str = "ok") -> None:
         self.reply = reply
         self.mode = mode
         self.delay_s = 2.0
+        self.stream_delay_s = 0.0  # between two streamed chunks
         self.logprobs: LogProbs = None
         self.requests: list[dict[str, Any]] = []
         fake = self
@@ -73,6 +89,24 @@ class FakeOpenAIServer:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     pass
+
+            def _stream(self, text: str, broken: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()  # HTTP/1.0: the body ends when the connection closes
+                pieces = [w + " " for w in text.split(" ")]
+                pieces[-1] = pieces[-1][:-1]
+                for i, piece in enumerate(pieces):
+                    chunk = {**stream_chunk(piece), "id": f"chatcmpl-fake-{i}"}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(fake.stream_delay_s)
+                    if broken:
+                        self.wfile.write(b"data: {not json")
+                        return
+                final = stream_chunk("")
+                final["choices"][0].update(delta={}, finish_reason="stop")
+                self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
 
             def do_GET(self) -> None:
                 if self.path == "/health":
@@ -92,6 +126,9 @@ class FakeOpenAIServer:
                 mode = fake.mode
                 if mode == "slow":
                     time.sleep(fake.delay_s)
+                if body.get("stream") and mode in ("ok", "slow", "stream_break"):
+                    self._stream(fake.reply(body) if callable(fake.reply) else fake.reply, mode == "stream_break")
+                    return
                 if mode == "garbage":
                     self._send(200, b"<html>\x00not json{{{", "application/json")
                 elif mode == "error":

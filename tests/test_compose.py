@@ -379,6 +379,97 @@ def test_an_english_generative_reply_with_only_english_segments_falls_back_with_
     assert [a["mode"] for a in out.trace["attempts"]] == ["generative", "extractive"]
 
 
+class StreamingLLM(FakeLLM):
+    """Streams its reply word by word (like LLMClient.stream); ``complete`` still works."""
+
+    def __init__(self, reply: str, fail_after: int | None = None) -> None:
+        super().__init__(reply)
+        self.streamed = 0
+        self.fail_after = fail_after
+
+    def stream(self, messages, max_tokens):
+        self.calls.append((messages, max_tokens))
+        self.streamed += 1
+        words = self.reply.split(" ")
+        for i, word in enumerate(words):
+            if self.fail_after is not None and i == self.fail_after:
+                raise ConnectionError("stream cut")
+            yield word + (" " if i < len(words) - 1 else "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "preview"),
+    [
+        ("", ""),
+        ("NO_ANS", ""),  # could still become NO_ANSWER
+        ("NO_ANSWER ", ""),
+        ("Asthma", ""),  # the last word may be unfinished: held back
+        ("Asthma often gets", "Asthma often"),
+        ("**Asthma** often ", "Asthma often"),
+        ("See http://evil.example.com now or call 0800 123 4567, or write to cure@evil.example.com ok",
+         "See … now or call …, or write to …"),
+        ("Visit www.evil.exa", "Visit"),  # a URL being written is held back with its word
+    ],
+)  # fmt: skip
+def test_draft_preview_masks_contacts_and_holds_back_the_unfinished_word(raw, preview):
+    assert compose.draft_preview(raw) == preview
+
+
+def test_a_streamed_draft_is_told_to_the_listener_then_replaced_by_the_validated_reply(fake_embedder):
+    llm = StreamingLLM("Asthma can get worse at night. Read http://evil.example.com about asthma. Coffee cures all.")
+    previews: list[str] = []
+
+    with compose.draft_listener(previews.append):
+        out = reply(llm, fake_embedder)
+
+    assert (out.mode, out.text) == ("generative", "Asthma can get worse at night.")
+    assert llm.streamed == 1 and out.trace["attempts"][0]["streamed"] is True
+    assert previews == [
+        "Asthma",
+        "Asthma can",
+        "Asthma can get",
+        "Asthma can get worse",
+        "Asthma can get worse at",
+        "Asthma can get worse at night.",
+        "Asthma can get worse at night. Read",
+        "Asthma can get worse at night. Read …",
+        "Asthma can get worse at night. Read … about",
+        "Asthma can get worse at night. Read … about asthma.",
+        "Asthma can get worse at night. Read … about asthma. Coffee",
+        "Asthma can get worse at night. Read … about asthma. Coffee cures",
+    ]  # never the URL, never the unfinished last word
+
+
+def test_without_a_listener_the_llm_is_not_streamed(fake_embedder):
+    llm = StreamingLLM("Asthma can get worse at night.")
+
+    out = reply(llm, fake_embedder)
+
+    assert (out.mode, llm.streamed) == ("generative", 0)
+    assert "streamed" not in out.trace["attempts"][0]
+
+
+def test_a_stream_cut_midway_falls_back_to_extractive(fake_embedder):
+    previews: list[str] = []
+
+    with compose.draft_listener(previews.append):
+        out = reply(StreamingLLM("Asthma can get worse at night.", fail_after=3), fake_embedder)
+
+    assert (out.mode, out.trace["fallback"]) == ("extractive", "LLM error: ConnectionError: stream cut")
+    assert previews == ["Asthma", "Asthma can", "Asthma can get"]  # what came before the cut
+    assert out.text.startswith("Asthma often gets worse at night.")
+
+
+def test_a_failing_listener_never_fails_the_answer(fake_embedder):
+    def broken(preview):
+        raise RuntimeError("display gone")
+
+    with compose.draft_listener(broken):
+        out = reply(StreamingLLM("Asthma can get worse at night."), fake_embedder)
+
+    assert (out.mode, out.text) == ("generative", "Asthma can get worse at night.")
+
+
 def test_extractive_mode_never_calls_the_llm(fake_embedder):
     llm = FakeLLM("Asthma can get worse at night.")
 

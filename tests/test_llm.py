@@ -94,6 +94,31 @@ def test_bad_answers_become_llm_unavailable(fake, tmp_path, mode, kind):
     assert len(fake.requests) == 1  # max_retries=0: one request, no retry
 
 
+def test_stream_yields_the_reply_piece_by_piece(fake, tmp_path):
+    pieces = list(client_for(fake.base_url, tmp_path, model="my-model").stream(MESSAGES, max_tokens=42))
+
+    assert pieces == ["Poor ", "sleep ", "is ", "the ", "commonest ", "cause ", "of ", "tiredness."]
+    (body,) = fake.requests
+    assert (body["stream"], body["model"], body["max_tokens"], body["temperature"]) == (True, "my-model", 42, 0)
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind", "message", "pieces"),
+    [
+        ("stream_break", "down", r"^down: the stream from http://127\.0\.0\.1:\d+/v1 ended before the reply did$", 1),
+        ("error", "error", r"^error: HTTP 500 from http://127\.0\.0\.1:\d+/v1$", 0),
+    ],
+)
+def test_a_broken_stream_is_llm_unavailable(fake, tmp_path, mode, kind, message, pieces):
+    fake.mode = mode
+    got: list[str] = []
+
+    with pytest.raises(LLMUnavailable, match=message) as info:
+        got.extend(client_for(fake.base_url, tmp_path).stream(MESSAGES, 5))
+
+    assert info.value.kind == kind and len(got) == pieces
+
+
 def test_endpoint_down_is_llm_unavailable_down(tmp_path):
     with pytest.raises(LLMUnavailable) as info:
         client_for(f"http://127.0.0.1:{closed_port()}/v1", tmp_path).complete(MESSAGES, 5)

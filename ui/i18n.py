@@ -23,6 +23,7 @@ STRINGS = {
         "or account is stored.",
         "error": "Sorry, something went wrong while answering. Please try again.",
         "memory": "Answer approved by a clinician.",
+        "draft": "Draft, being checked against the certified sources…",
     },
     "it": {
         "title": "Domande su gravidanza e neonato",
@@ -40,6 +41,7 @@ STRINGS = {
         "salviamo nome, indirizzo o account.",
         "error": "Si è verificato un errore durante la risposta. Riprova.",
         "memory": "Risposta approvata da un clinico.",
+        "draft": "Bozza, in verifica sui testi certificati…",
     },
 }
 

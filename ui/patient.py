@@ -1,4 +1,5 @@
-"""Patient chat (/): no login; streamed certified reply, 3 titled source links, urgent banner, disclaimer,
+"""Patient chat (/): no login; streamed certified reply (a generative reply's draft is shown as it is written,
+marked as a draft, then replaced by the validated reply), 3 titled source links, urgent banner, disclaimer,
 DEMO notice, thumbs up/down stored with the turn. No trace or review data ever goes to this page. The page's
 own words follow the patient: the browser's language on load, then the language of each question."""
 
@@ -6,12 +7,16 @@ from __future__ import annotations
 
 import html
 import logging
+import queue
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 
 from chatbot.memory import answer_with_memory
+from chatbot.stages.compose import draft_listener
 from chatbot.store import repo
 from ui.i18n import accept_language, detect_language, page_language, t
 
@@ -42,6 +47,49 @@ def format_answer(ans: dict[str, Any], lang: str) -> str:
 
 def _md_escape(text: str) -> str:
     return text.replace("[", "\\[").replace("]", "\\]")
+
+
+DRAFT_INTERVAL_S = 0.1  # the shortest time between two draft updates sent to the page
+
+
+def _newest(drafts: queue.Queue) -> Iterator[str]:
+    """Draft previews from the answering thread until it is done (None), skipping any already outdated."""
+    while True:
+        item = drafts.get()
+        while item is not None:
+            try:
+                newer = drafts.get_nowait()
+            except queue.Empty:
+                break
+            if newer is None:  # the answer is ready: no point showing a stale draft
+                return
+            item = newer
+        if item is None:
+            return
+        yield item
+
+
+def draft_message(preview: str, lang: str) -> dict[str, Any]:
+    """The chat message of an unvalidated draft: plain text (no markup, links masked already) under a
+    "draft, being checked" title, with the pending spinner."""
+    text = _md_escape(html.escape(preview, quote=False))
+    return {"role": "assistant", "content": text, "metadata": {"title": t(lang, "draft"), "status": "pending"}}
+
+
+def early_urgent(message: Any, settings: Any) -> str | None:
+    """The urgent-care message for a red-flag question, as answer() will put first, known before the answer
+    is (the safety screen is cheap): shown with the draft, so a draft never comes before the urgent message."""
+    from chatbot.answer import InvalidQuestion, validate_question
+    from chatbot.stages import safety as sf
+
+    try:
+        text = validate_question(message, settings.safety.max_question_chars)
+    except InvalidQuestion:
+        return None
+    flags = sf.detect_red_flags(text)
+    if not flags:
+        return None
+    return sf.urgent_message(flags, sf.detect_language(text, settings.safety.language_min_evidence).reply_language)
 
 
 def shown_question(message: str, max_chars: int) -> str:
@@ -86,7 +134,9 @@ def build_patient_app(state: Any):
         return gr.update(label=t(lang, "chat_label")), *page_text(lang)
 
     def compute(message: str, history: list, conv: dict):
-        """The CPU-bound part (memory + pipeline), under the answer concurrency limit."""
+        """The CPU-bound part (memory + pipeline), under the answer concurrency limit. A generative reply's
+        draft is shown while the LLM writes it, marked as a draft (masked preview, chatbot.stages.compose
+        .draft_preview); the validated reply replaces it (stream). Extractive replies have no draft."""
         conv = dict(conv or {})
         conv.setdefault("conversation_id", repo.new_conversation_id())
         conv.setdefault("turns", {})
@@ -96,23 +146,54 @@ def build_patient_app(state: Any):
         shown = shown_question(text, state.settings.safety.max_question_chars)
         if shown:
             history.append({"role": "user", "content": shown})
-        start = time.perf_counter()
-        try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
-            ans = answer_with_memory(message, state.services, state.memory, state.settings.retrieval.pipeline)
-        except Exception:  # the patient sees a plain message; the operator sees the traceback
-            log.exception("answer failed")
-            ans = {"reply": t(detect_language(text), "error"), "links": [], "status": "error", "urgent": False}
-            conv["pending"] = {"ans": ans, "turn_id": None, "lang": detect_language(text)}
-            return history, conv, ""
-        latency = (time.perf_counter() - start) * 1000
-        lang = (ans.get("language") or detect_language(text))[:2]
-        try:  # every turn is recorded, invalid input included (status invalid_input, no links)
-            turn_id = repo.record_turn(state.store, conv["conversation_id"], ans, latency)
-        except Exception:  # the patient still gets the reply; the operator sees the traceback
-            log.exception("recording the turn failed")
-            turn_id = None
-        conv["pending"] = {"ans": ans, "turn_id": turn_id, "lang": lang}
-        return history, conv, ""
+        drafts: queue.Queue[str | None] = queue.Queue()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:  # answers and records the turn even if the patient leaves mid-draft
+            start = time.perf_counter()
+            try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
+                with draft_listener(drafts.put):
+                    ans = answer_with_memory(message, state.services, state.memory, state.settings.retrieval.pipeline)
+            except Exception:  # the patient sees a plain message; the operator sees the traceback
+                log.exception("answer failed")
+                lang = detect_language(text)
+                outcome["pending"] = {
+                    "ans": {"reply": t(lang, "error"), "links": [], "status": "error", "urgent": False},
+                    "turn_id": None,
+                    "lang": lang,
+                }
+                return
+            finally:
+                drafts.put(None)
+            latency = (time.perf_counter() - start) * 1000
+            lang = (ans.get("language") or detect_language(text))[:2]
+            try:  # every turn is recorded, invalid input included (status invalid_input, no links)
+                turn_id = repo.record_turn(state.store, conv["conversation_id"], ans, latency)
+            except Exception:  # the patient still gets the reply; the operator sees the traceback
+                log.exception("recording the turn failed")
+                turn_id = None
+            outcome["pending"] = {"ans": ans, "turn_id": turn_id, "lang": lang}
+
+        worker = threading.Thread(target=work, name="patient-answer", daemon=True)
+        worker.start()
+        draft = urgent = None
+
+        def banner() -> dict:  # a fresh update per yield (Gradio consumes them)
+            if not urgent:
+                return gr.update()
+            return gr.update(value=banner_html({"urgent": True, "urgent_message": urgent}, "en"), visible=True)
+
+        for preview in _newest(drafts):
+            if draft is None:  # the first draft: a red-flag question shows the urgent banner with it
+                urgent = early_urgent(message, state.settings)
+            draft = draft_message(preview, detect_language(text))
+            yield [*history, draft], conv, "", banner()
+            time.sleep(DRAFT_INTERVAL_S)  # at most ~10 updates a second; the newest draft wins
+        worker.join()
+        error = {"reply": t(detect_language(text), "error"), "links": [], "status": "error", "urgent": False}
+        pending = outcome.get("pending") or {"ans": error, "turn_id": None, "lang": detect_language(text)}
+        conv["pending"] = {**pending, "draft": draft is not None}
+        yield ([*history, draft] if draft else history), conv, "", banner()
 
     def stream(history: list, conv: dict):
         """Show the finished certified reply a few words at a time (no concurrency limit: it only waits)."""
@@ -122,6 +203,8 @@ def build_patient_app(state: Any):
             yield history, conv, gr.update(), *(gr.update() for _ in range(4))
             return
         ans, lang = pending["ans"], pending["lang"]
+        if pending.get("draft") and history and history[-1].get("role") == "assistant":
+            history.pop()  # the draft gives way to the validated reply
         history.append({"role": "assistant", "content": ""})
         conv = {**conv, "pending": None, "turns": {**conv["turns"], str(len(history) - 1): pending["turn_id"]}}
 
@@ -134,6 +217,8 @@ def build_patient_app(state: Any):
         yield frame(gr.update(value=history, label=t(page_language(lang), "chat_label")))
         words = ans["reply"].split(" ")
         step, delay = server.stream_words_per_chunk, server.stream_delay_ms / 1000
+        if pending.get("draft"):  # the patient watched the draft being written: the checked reply at once
+            words = []
         for i in range(step, len(words), step):
             history[-1] = {"role": "assistant", "content": " ".join(words[:i])}
             yield frame()
@@ -176,7 +261,7 @@ def build_patient_app(state: Any):
         )
         free = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
         for trigger in (box.submit, send.click):
-            trigger(compute, [box, chat, conv], [chat, conv, box], **limited).then(
+            trigger(compute, [box, chat, conv], [chat, conv, box, banner], **limited).then(
                 stream, [chat, conv], [chat, conv, banner, *page], **free
             )
         chat.like(feedback, [conv], None, api_visibility="undocumented", queue=False)

@@ -6,7 +6,9 @@
 - ``generative``: an LLM (anything with ``complete(messages, max_tokens) -> str``) writes a short reply
   from the question, the pipeline's pragmatic analysis of it (cot) and the top-3 segments only (prompt:
   ``prompts/compose_generative.txt``); validators remove unsupported sentences and uncertified contacts,
-  or the reply falls back to ``extractive`` (also when it is not in the patient's language).
+  or the reply falls back to ``extractive`` (also when it is not in the patient's language). Within
+  ``draft_listener`` the LLM's draft is streamed to the listener (masked preview) while it is written; the
+  validated reply replaces it.
 
 The source links are never composed here: the caller attaches them from segment metadata.
 """
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -298,21 +302,84 @@ def build_messages(question: str, hits: Sequence[Hit], language: str, max_passag
     )
 
 
+# -- drafts: the generative reply as it is written, for whoever waits (the patient chat) ------------------
+
+DraftListener = Callable[[str], None]
+# Gets the preview of the unvalidated draft (draft_preview) each time it grows. A ContextVar, so concurrent
+# requests never mix; set it in the thread that answers.
+_DRAFT_LISTENER: ContextVar[DraftListener | None] = ContextVar("draft_listener", default=None)
+
+
+@contextmanager
+def draft_listener(listener: DraftListener) -> Iterator[None]:
+    """Within the block, generative composing streams the LLM's draft (when the LLM client can stream) and
+    tells ``listener`` its preview as it grows. The draft is never the reply: the validated text replaces it."""
+    token = _DRAFT_LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _DRAFT_LISTENER.reset(token)
+
+
+def draft_preview(raw: str) -> str:
+    """What may be shown of an unvalidated draft: whole words only (the last, maybe unfinished, one is held
+    back), markdown marks removed, every URL, e-mail address and phone number masked as "…", nothing while
+    the draft could still be NO_ANSWER."""
+    from chatbot.guard import find_contacts
+
+    folded = raw.strip().strip("\"'*`").upper()
+    if folded.startswith(NO_ANSWER) or NO_ANSWER.startswith(folded):
+        return ""
+    text = raw if raw[-1:].isspace() else " ".join(raw.split(" ")[:-1])
+    text = " ".join(re.sub(r"[*_`#]+", "", text).split()).strip('"')
+    for _kind, contact in sorted(find_contacts(text), key=lambda kc: -len(kc[1])):
+        text = text.replace(contact, "…")
+    return text
+
+
+def _tell(listener: DraftListener, preview: str) -> None:
+    try:
+        listener(preview)
+    except Exception:  # noqa: BLE001 - a display must never fail an answer
+        pass
+
+
+def _generate(llm: LLM, messages: list[dict[str, str]], max_tokens: int) -> tuple[str, bool]:
+    """(raw reply, streamed?): streamed to the draft listener when there is one and the client can stream."""
+    listener = _DRAFT_LISTENER.get()
+    stream = getattr(llm, "stream", None)
+    if listener is None or not callable(stream):
+        return llm.complete(messages, max_tokens) or "", False
+    parts: list[str] = []
+    shown = ""
+    for piece in stream(messages, max_tokens):
+        parts.append(piece)
+        preview = draft_preview("".join(parts))
+        if preview and preview != shown:
+            _tell(listener, preview)
+            shown = preview
+    return "".join(parts), True
+
+
 def compose_generative(
     question: str, hits: Sequence[Hit], llm: LLM, language: str = "en", max_tokens: int = 220, context: str = ""
 ) -> Composition:
     """The LLM's reply (markdown emphasis and surrounding quotes removed), or an empty text for NO_ANSWER.
-    ``context``: the pipeline's pragmatic analysis of the question (see pragmatic_context), or empty."""
+    ``context``: the pipeline's pragmatic analysis of the question (see pragmatic_context), or empty.
+    Within ``draft_listener`` the reply is streamed and its preview told to the listener as it grows."""
     use, note = hits_in_language(hits, language)
     messages = build_messages(question, hits, language, context=context)
     start = time.perf_counter()
-    raw = llm.complete(messages, max_tokens) or ""
+    raw, streamed = _generate(llm, messages, max_tokens)
     elapsed = (time.perf_counter() - start) * 1000
+    detail: dict[str, Any] = {"llm_ms": round(elapsed, 1), "raw_chars": len(raw)}
+    if streamed:
+        detail["streamed"] = True
     if raw.strip().strip("\"'*`").upper().startswith(NO_ANSWER):
-        return Composition("generative", "", None, [], {"llm_ms": round(elapsed, 1), "raw_chars": len(raw)})
+        return Composition("generative", "", None, [], detail)
     text = re.sub(r"[*_`#]+", "", raw).strip().strip('"').strip()
     text = " ".join(text.split())
-    return Composition("generative", text, None, [], {"llm_ms": round(elapsed, 1), "raw_chars": len(raw)})
+    return Composition("generative", text, None, [], detail)
 
 
 # -- support scorers -----------------------------------------------------------------------------------
