@@ -478,6 +478,13 @@ class ComposeSettings(_Group):
         "bonuses for the top segment, a segment's first sentence and words shared with the question). "
         "Higher keeps replies focused and short; lower adds context. Scale-free: the same for any embedder.",
     )
+    stream_draft: bool = Field(
+        default=False,
+        description="generative, patient chat: show the LLM's draft while it is written (masked links, marked "
+        "'being checked'), replaced by the validated reply at the end. Off by default: the patient would see, "
+        "for a few seconds, sentences the support check may then remove, which a certified-content service "
+        "should not show; on, the wait feels shorter with a slow local LLM.",
+    )
     generative_max_tokens: int = Field(
         default=220,
         ge=16,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from chatbot.settings import Settings
 from chatbot.store import repo
 from tests.browser.support import build_services, ui_settings
 from tests.conftest import FakeEmbedder
@@ -24,12 +25,13 @@ def fake_llm():
         yield server
 
 
-def handlers(tmp_path, fake_llm, mode: str):
+def handlers(tmp_path, fake_llm, mode: str, stream_draft: bool = True):
     from ui.app import AppState
     from ui.patient import build_patient_app
 
     settings = ui_settings(tmp_path / "data")
     settings.compose.mode = mode
+    settings.compose.stream_draft = stream_draft
     settings.compose.support_scorer = "bi-encoder"
     settings.llm.base_url, settings.llm.autostart, settings.llm.timeout_s = fake_llm.base_url, False, 10
     state = AppState(settings, build_services(settings, FakeEmbedder()), memory_embedder=FakeEmbedder())
@@ -102,3 +104,16 @@ def test_an_extractive_reply_has_no_draft(tmp_path, fake_llm):
     assert [m["role"] for m in computed[0][0]] == ["user"]
     assert fake_llm.requests == []
     assert "**Sources:**" in streamed[-1][0][-1]["content"]
+
+
+def test_by_default_a_generative_reply_shows_no_draft_only_the_validated_reply(tmp_path, fake_llm):
+    state, compute, stream = handlers(tmp_path, fake_llm, "generative", stream_draft=False)
+    assert Settings().compose.stream_draft is False
+
+    computed, streamed = ask(compute, stream, "Does a fever in a baby need a doctor?")
+
+    assert len(computed) == 1 and computed[0][1]["pending"]["draft"] is False
+    assert [m["role"] for m in computed[0][0]] == ["user"]  # nothing unvalidated was shown
+    final = streamed[-1][0][-1]
+    assert final["content"].startswith("A baby with a fever should see a doctor.\n\n**Sources:**\n1. [")
+    assert "evil" not in final["content"]

@@ -152,7 +152,7 @@ def build_patient_app(state: Any):
         def work() -> None:  # answers and records the turn even if the patient leaves mid-draft
             start = time.perf_counter()
             try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
-                with draft_listener(drafts.put):
+                with draft_listener(drafts.put if state.settings.compose.stream_draft else None):
                     ans = answer_with_memory(message, state.services, state.memory, state.settings.retrieval.pipeline)
             except Exception:  # the patient sees a plain message; the operator sees the traceback
                 log.exception("answer failed")

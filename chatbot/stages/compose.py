@@ -311,9 +311,10 @@ _DRAFT_LISTENER: ContextVar[DraftListener | None] = ContextVar("draft_listener",
 
 
 @contextmanager
-def draft_listener(listener: DraftListener) -> Iterator[None]:
+def draft_listener(listener: DraftListener | None) -> Iterator[None]:
     """Within the block, generative composing streams the LLM's draft (when the LLM client can stream) and
-    tells ``listener`` its preview as it grows. The draft is never the reply: the validated text replaces it."""
+    tells ``listener`` its preview as it grows (None: no draft). The draft is never the reply: the validated
+    text replaces it."""
     token = _DRAFT_LISTENER.set(listener)
     try:
         yield
