@@ -450,17 +450,24 @@ class LLMClient:
                 finished = finished or bool(choices and getattr(choices[0], "finish_reason", None))
             if not finished:
                 raise LLMUnavailable("down", f"the stream from {self.settings.base_url} ended before the reply did")
-        except openai.APITimeoutError as exc:
-            raise LLMUnavailable("timeout", f"no answer within {self.settings.timeout_s:g} s") from exc
-        except openai.APIConnectionError as exc:
-            self._ready = False
-            raise LLMUnavailable("down", f"cannot reach {self.settings.base_url}: {exc}") from exc
-        except openai.APIStatusError as exc:
-            raise LLMUnavailable("error", f"HTTP {exc.status_code} from {self.settings.base_url}") from exc
         except httpx.HTTPError as exc:  # the connection broke during the stream
             raise LLMUnavailable("down", f"stream from {self.settings.base_url} broke: {exc}") from exc
         except (openai.OpenAIError, pydantic.ValidationError, ValueError, TypeError, AttributeError) as exc:
-            raise LLMUnavailable("garbage", f"unparsable stream: {type(exc).__name__}: {exc}") from exc
+            raise self._unavailable(exc, "unparsable stream") from exc
+
+    def _unavailable(self, exc: Exception, garbage: str) -> LLMUnavailable:
+        """The LLMUnavailable for an openai-client failure: timeout, down (also forgets readiness), HTTP error,
+        or anything else unparsable (``garbage`` names what)."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMUnavailable("timeout", f"no answer within {self.settings.timeout_s:g} s")
+        if isinstance(exc, openai.APIConnectionError):
+            self._ready = False
+            return LLMUnavailable("down", f"cannot reach {self.settings.base_url}: {exc}")
+        if isinstance(exc, openai.APIStatusError):
+            return LLMUnavailable("error", f"HTTP {exc.status_code} from {self.settings.base_url}")
+        return LLMUnavailable("garbage", f"{garbage}: {type(exc).__name__}: {exc}")
 
     def _create(
         self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any
@@ -481,15 +488,8 @@ class LLMClient:
                 extra_body=extra or None,
                 **kw,
             )
-        except openai.APITimeoutError as exc:
-            raise LLMUnavailable("timeout", f"no answer within {self.settings.timeout_s:g} s") from exc
-        except openai.APIConnectionError as exc:
-            self._ready = False
-            raise LLMUnavailable("down", f"cannot reach {self.settings.base_url}: {exc}") from exc
-        except openai.APIStatusError as exc:
-            raise LLMUnavailable("error", f"HTTP {exc.status_code} from {self.settings.base_url}") from exc
         except (openai.OpenAIError, pydantic.ValidationError, ValueError, TypeError) as exc:
-            raise LLMUnavailable("garbage", f"unparsable response: {type(exc).__name__}: {exc}") from exc
+            raise self._unavailable(exc, "unparsable response") from exc
         elapsed = (time.perf_counter() - start) * 1000
         try:
             text = resp.choices[0].message.content
