@@ -44,46 +44,45 @@ ENGLISH = [
         '"Analyze the role of chance in Hamlet" AND NOT "the ghost"',
     ),
     (
-        "Compare the political philosophies of Thomas Hobbes (excluding Leviathan) and John Locke (excluding Two "
-        "Treatises of Government) in shaping modern governance.",
-        '"Compare the political philosophies of Thomas Hobbes and John Locke in shaping modern governance" '
-        'AND NOT "Leviathan" AND NOT "Two Treatises of Government"',
+        "Compare the dietary advice of the WHO (excluding sugar taxes) and the NHS (excluding Change4Life) in "
+        "shaping school meals.",
+        '"Compare the dietary advice of the WHO and the NHS in shaping school meals" '
+        'AND NOT "sugar taxes" AND NOT "Change4Life"',
     ),
     (
-        "What were the major technological advances during the Roman Empire, excluding the development of concrete? "
-        "How do these compare to the technological advancements of Ancient Greece?",
-        '"What were the major technological advances during the Roman Empire? How do these compare to the '
-        'technological advancements of Ancient Greece" AND NOT "the development of concrete"',
+        "What were the major medical advances during the nineteenth century, excluding the development of anaesthesia? "
+        "How do these compare to the medical advancements of the twentieth century?",
+        '"What were the major medical advances during the nineteenth century? How do these compare to the '
+        'medical advancements of the twentieth century" AND NOT "the development of anaesthesia"',
     ),
     (
-        "What are the characteristics of castles (A) excluding their use of sap (a) and hyperlinks (B) excluding "
-        "their association with Ben Shneiderman (b)?",
-        '"What are the characteristics of castles and hyperlinks" AND NOT "their use of sap" '
-        'AND NOT "their association with Ben Shneiderman"',
+        "What are the characteristics of midwives (A) excluding their use of birth pools (a) and doulas (B) excluding "
+        "their association with home births (b)?",
+        '"What are the characteristics of midwives and doulas" AND NOT "their use of birth pools" '
+        'AND NOT "their association with home births"',
     ),
     (
-        'What are the features and uses of video games other than "Suspended" and construction tools other than '
-        'a "battering ram"?',
-        '"What are the features and uses of video games and construction tools" AND NOT "Suspended" '
-        'AND NOT "a \\"battering ram\\""',
+        'What are the features and uses of baby slings other than "Moby" and car seats other than a "booster seat"?',
+        '"What are the features and uses of baby slings and car seats" AND NOT "Moby" AND NOT "a \\"booster seat\\""',
     ),
     (
-        "How do the feminist perspectives of Simone de Beauvoir (excluding The Second Sex) and Judith Butler "
-        "(excluding Gender Trouble) differ in their conceptualization of gender?",
-        '"How do the feminist perspectives of Simone de Beauvoir and Judith Butler differ in their '
-        'conceptualization of gender" AND NOT "The Second Sex" AND NOT "Gender Trouble"',
+        "How do the feeding guidelines of UNICEF (excluding Baby Friendly) and the WHO "
+        "(excluding Codex) differ in their conceptualization of weaning?",
+        '"How do the feeding guidelines of UNICEF and the WHO differ in their '
+        'conceptualization of weaning" AND NOT "Baby Friendly" AND NOT "Codex"',
     ),
     (
-        "What distinguishes artificial intelligence (excluding Superintelligence: Paths, Dangers, Strategies) from "
-        "human intelligence (excluding Thinking, Fast and Slow)?",
-        '"What distinguishes artificial intelligence from human intelligence" AND NOT "Superintelligence: Paths, '
-        'Dangers, Strategies" AND NOT "Thinking, Fast and Slow"',
+        "What distinguishes gestational diabetes (excluding Insulin: Uses, Doses, Risks) from "
+        "type 2 diabetes (excluding Diet, Exercise and Sleep)?",
+        '"What distinguishes gestational diabetes from type 2 diabetes" AND NOT "Insulin: Uses, '
+        'Doses, Risks" AND NOT "Diet, Exercise and Sleep"',
     ),
     (
-        'What are Dan Aykroyd\'s accomplishments outside of his involvement with "Saturday Night Live," and what '
-        "are the contributions of Adrien-Marie Legendre outside of his association with the École Militaire?",
-        '"What are Dan Aykroyd\'s accomplishments and what are the contributions of Adrien-Marie Legendre" '
-        'AND NOT "his involvement with \\"Saturday Night Live\\"" AND NOT "his association with the École Militaire"',
+        'What are Frederick Banting\'s accomplishments outside of his involvement with "the discovery of insulin," '
+        "and what are the contributions of Ignaz Semmelweis outside of his association with the Vienna hospital?",
+        '"What are Frederick Banting\'s accomplishments and what are the contributions of Ignaz Semmelweis" '
+        'AND NOT "his involvement with \\"the discovery of insulin\\"" '
+        'AND NOT "his association with the Vienna hospital"',
     ),
     (
         "Provide an introduction to Trento without the Dolomites.",
