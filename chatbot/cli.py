@@ -148,6 +148,13 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
     return train_main(args.rest)
 
 
+def cmd_train_export_onnx(args: argparse.Namespace) -> int:
+    from chatbot.settings import SHIPPED_RERANKER
+    from chatbot.training.onnx_export import main as export_main
+
+    return export_main([str(args.model_dir or SHIPPED_RERANKER), "--threads", str(args.threads)])
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from ui.app import serve
 
@@ -275,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     t = tsub.add_parser("reranker", help="fine-tune the cross-encoder reranker (see models/reranker/README.md)")
     t.add_argument("rest", nargs=argparse.REMAINDER, help="options, see `chatbot train reranker -- --help`")
     t.set_defaults(func=cmd_train_reranker)
+    t = tsub.add_parser(
+        "export-onnx", help="write a CrossEncoder directory's int8 ONNX export (DIR/onnx/model_qint8.onnx)"
+    )
+    t.add_argument("model_dir", nargs="?", type=Path, default=None, help="default: the shipped models/reranker")
+    t.add_argument("--threads", type=int, default=1, help="torch threads for the export")
+    t.set_defaults(func=cmd_train_export_onnx)
 
     p = sub.add_parser("serve", help="web server: / patient chat, /review clinicians, /evaluate evaluators")
     p.add_argument("--host", default=None, help="default settings server.host (127.0.0.1)")

@@ -116,6 +116,26 @@ def test_rerank_without_a_reranker_keeps_the_bi_encoder_order(candidates):
     assert ids(rerank("q", candidates, None, n=None)) == ["a1", "c1", "d1", "b1"]
 
 
+def test_rerank_scores_only_the_first_candidates_and_appends_the_rest_in_first_stage_order(candidates):
+    reranker = FakeReranker({"a1": 0.1, "c1": 0.7})
+
+    ranked = rerank("q", candidates, reranker, n=None, candidates=2)
+
+    # head a1, c1 reordered by the reranker; then d1, b1 in dense order; a2's document (a) is already listed
+    assert ids(ranked) == ["c1", "a1", "d1", "b1"]
+    assert reranker.calls == [("q", ["a1", "c1"])]
+    assert [h.score for h in ranked] == pytest.approx([0.7, 0.1, 0.7, 0.45])
+    assert [sorted(h.detail) for h in ranked] == [["dense", "fake"], ["dense", "fake"], ["dense"], ["dense"]]
+    assert ids(rerank("q", candidates, reranker, n=3, candidates=2)) == ["c1", "a1", "d1"]
+
+
+def test_rerank_with_more_candidates_allowed_than_hits_scores_them_all(candidates):
+    reranker = FakeReranker({"a1": 0.1, "c1": 0.2, "d1": 0.3, "b1": 0.4, "a2": 0.9})
+
+    assert ids(rerank("q", candidates, reranker, n=None, candidates=50)) == ["a2", "b1", "d1", "c1"]
+    assert reranker.calls == [("q", ["a1", "c1", "d1", "b1", "a2"])]
+
+
 def test_rerank_of_no_hits_does_not_call_the_reranker():
     reranker = FakeReranker({})
 

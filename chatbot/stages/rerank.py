@@ -10,6 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from chatbot.index import Hit
+from chatbot.training.onnx_export import ONNX_FILE, file_sha256, weights_file
 from corpus.model import Segment
 from corpus.segmenter import embedding_text
 
@@ -34,15 +35,24 @@ def best_per_document(hits: Sequence[Hit], n: int | None = None) -> list[Hit]:
     return out
 
 
-def rerank(question: str, hits: Sequence[Hit], reranker: Reranker | None, n: int | None = 3) -> list[Hit]:
-    """Rescore ``hits`` against the question; the best ``n`` of distinct documents (all if None)."""
+def rerank(
+    question: str, hits: Sequence[Hit], reranker: Reranker | None, n: int | None = 3, candidates: int | None = None
+) -> list[Hit]:
+    """Rescore ``hits`` against the question; the best ``n`` of distinct documents (all if None).
+
+    ``candidates``: only the first that many hits (the first stage's best) are rescored; documents found only
+    further down follow them in first-stage order, with their first-stage score and no reranker score."""
     if reranker is None or not hits:
         return best_per_document(hits, n)
-    scores = reranker.score(question, hits)
+    head, tail = (hits[:candidates], hits[candidates:]) if candidates else (hits, [])
+    scores = reranker.score(question, head)
     rescored = [
-        Hit(h.segment, float(s), {**h.detail, reranker.name: float(s)}) for h, s in zip(hits, scores, strict=True)
+        Hit(h.segment, float(s), {**h.detail, reranker.name: float(s)}) for h, s in zip(head, scores, strict=True)
     ]
-    return best_per_document(rescored, n)
+    ranked = best_per_document(rescored)
+    seen = {h.segment.doc_id for h in ranked}
+    ranked += [h for h in best_per_document(tail) if h.segment.doc_id not in seen]
+    return ranked if n is None else ranked[:n]
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -55,6 +65,7 @@ class FusionReranker:
     second embedder's cosine). Cheap: BM25 scores and stored dense scores cost no model call."""
 
     name = "fusion"
+    note: str | None = None  # set when it stands in for a missing cross-encoder
 
     def __init__(self, bm25, weight: float = 0.5, second_embedder=None, max_chars: int = 900) -> None:
         self.bm25 = bm25
@@ -77,33 +88,129 @@ class FusionReranker:
         return self.weight * _minmax(semantic) + (1 - self.weight) * _minmax(lexical)
 
 
+class OnnxCrossEncoder:
+    """A CrossEncoder's int8 ONNX export (chatbot/training/onnx_export.py) run with onnxruntime: the
+    directory's own tokenizer (tokenizers, no torch), pairs sorted by length so each batch pads little."""
+
+    def __init__(self, model_dir: Path, threads: int = 1, max_length: int = 256, batch_size: int = 16) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_dir = Path(model_dir)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No busy-waiting between ops: on a shared CPU spinning threads steal time from the other jobs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(model_dir / ONNX_FILE), options, providers=["CPUExecutionProvider"])
+        meta = self.session.get_modelmeta().custom_metadata_map
+        self.activation = meta.get("activation", "sigmoid")
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
+        self.meta = dict(meta)
+
+    def stale_reason(self, model_dir: Path) -> str | None:
+        """Why this export may not stand for the directory's weights (None: made from them)."""
+        weights = weights_file(Path(model_dir))
+        if weights is not None and self.meta.get("source_sha256") != file_sha256(weights):
+            return f"{ONNX_FILE} was not made from {weights.name} (re-run `chatbot train export-onnx`)"
+        if self.activation not in ("sigmoid", "identity"):
+            return f"{ONNX_FILE} has an unsupported activation {self.activation!r}"
+        return None
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        logits = np.empty(len(pairs), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            types = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                e = encodings[i]
+                ids[row, : len(e.ids)] = e.ids
+                mask[row, : len(e.ids)] = 1
+                types[row, : len(e.ids)] = e.type_ids
+            out = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            logits[chunk] = out.reshape(-1)
+        return 1.0 / (1.0 + np.exp(-logits)) if self.activation == "sigmoid" else logits
+
+
 class CrossEncoderReranker:
     """Any sentence_transformers.CrossEncoder from a local directory. With ``with_title`` (the default, how the
     shipped models/reranker was trained) a segment is read as the bi-encoder reads it: "title: heading" line,
-    then the text cut to ``max_chars``."""
+    then the text cut to ``max_chars``.
+
+    ``runtime="onnx"`` runs the directory's int8 ONNX export (``onnx/model_qint8.onnx``, made by `chatbot
+    train export-onnx` from the directory's own weights) with onnxruntime; a directory without one, or with
+    one made from other weights, runs with torch instead and says why in ``note``. ``runtime="torch"``:
+    sentence-transformers in fp32. ``max_length``: word pieces read per (question, segment) pair.
+    """
 
     name = "cross-encoder"
 
     def __init__(
-        self, model_path: Path, threads: int = 2, max_chars: int = 900, batch_size: int = 16, with_title: bool = True
+        self,
+        model_path: Path,
+        threads: int = 2,
+        max_chars: int = 900,
+        batch_size: int = 16,
+        with_title: bool = True,
+        runtime: str = "torch",
+        max_length: int | None = None,
     ) -> None:
-        import torch
-        from sentence_transformers import CrossEncoder
-
-        if not Path(model_path).exists():
+        model_path = Path(model_path)
+        if not model_path.exists():
             raise FileNotFoundError(f"cross-encoder directory {model_path} does not exist")
-        torch.set_num_threads(threads)
-        self.model = CrossEncoder(str(model_path), device="cpu")
+        if runtime not in ("torch", "onnx"):
+            raise ValueError(f"unknown cross-encoder runtime {runtime!r}; choose torch or onnx")
+        self.model_path = model_path
         self.max_chars = max_chars
         self.batch_size = batch_size
         self.with_title = with_title
+        self.note: str | None = None
+        self.onnx: OnnxCrossEncoder | None = None
+        self.model = None
+        if runtime == "onnx":
+            why = f"no {ONNX_FILE} in {model_path}"
+            if (model_path / ONNX_FILE).is_file():
+                runner = OnnxCrossEncoder(model_path, threads, max_length or 256, batch_size)
+                why = runner.stale_reason(model_path)
+                self.onnx = None if why else runner
+            if why:
+                self.note = f"rerank.runtime=onnx, torch used: {why}"
+        if self.onnx is None:
+            import torch
+            from sentence_transformers import CrossEncoder
+
+            torch.set_num_threads(threads)
+            self.model = CrossEncoder(str(model_path), device="cpu")
+            if max_length is not None:
+                self.model.max_seq_length = max_length
+        self.runtime = "onnx-int8" if self.onnx is not None else "torch"
 
     def passage(self, segment: Segment) -> str:
         text = segment.text[: self.max_chars]
         return embedding_text(replace(segment, text=text)) if self.with_title else text
 
-    def score(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
-        pairs = [(question, self.passage(h.segment)) for h in hits]
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Scores of raw (question, passage) pairs (passages used as given)."""
+        if self.onnx is not None:
+            return self.onnx.predict(pairs)
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
         return np.asarray(
-            self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False), dtype=np.float32
+            self.model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False), dtype=np.float32
         )
+
+    def score(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
+        return self.predict([(question, self.passage(h.segment)) for h in hits])

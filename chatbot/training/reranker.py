@@ -4,7 +4,8 @@
 15% of them (by id) are held out for validation. Passages are product-sized segments (``split_text``, 900
 chars) read as "title: heading" line + text, as ``CrossEncoderReranker`` reads them; hard negatives are mined
 with our bi-encoder over a per-corpus candidate pool (vectors cached under /tmp). Default loss: listwise
-softmax over one positive, 3 hard negatives and 1 in-batch negative. See models/reranker/README.md.
+softmax over one positive, 3 hard negatives and 1 in-batch negative. The saved model gets an int8 ONNX export
+(chatbot/training/onnx_export.py) unless ``--no-onnx``. See models/reranker/README.md.
 """
 
 from __future__ import annotations
@@ -335,6 +336,46 @@ def summarise(items: list[ValItem], all_scores: list[np.ndarray]) -> dict[str, f
     return out
 
 
+def build_validation(
+    queries: Sequence[Query],
+    pools: dict[str, Pool],
+    qvecs: np.ndarray,
+    seed: int = 42,
+    per_group: int = 60,
+    n_candidates: int = 15,
+) -> list[ValItem]:
+    """The held-out validation items: up to ``per_group`` validation queries per group, in a seeded order."""
+    by_group: dict[str, list[tuple[Query, np.ndarray]]] = defaultdict(list)
+    for query, qvec in zip(queries, qvecs, strict=True):
+        if is_validation(query.qid):
+            by_group[query.group].append((query, qvec))
+    items: list[ValItem] = []
+    for group, rows in sorted(by_group.items()):
+        random.Random(seed).shuffle(rows)
+        for query, qvec in rows:
+            if sum(it.group == group for it in items) == per_group:
+                break
+            item = validation_item(query, pools[query.corpus], qvec, n_candidates)
+            if item is not None:
+                items.append(item)
+    return items
+
+
+def load_validation(
+    data_root: Path, seed: int = 42, cache_dir: Path = Path("/tmp/reranker-cache"), threads: int = 1
+) -> list[ValItem]:
+    """The validation items of a default training run (same pools and seed), e.g. for benchmarks. Bi-encoder
+    vectors come from (and go to) ``cache_dir``; a cold cache embeds ~10,000 segments (minutes)."""
+    from chatbot.embedders import load_embedder
+
+    queries, pools = load_material(data_root, random.Random(seed), 600, italian=True)
+    embedder = load_embedder("minilm", threads=threads)
+    for pool in pools.values():
+        pool.vectors = embed_cached(embedder, pool.seg_embed, cache_dir / f"{pool.name}-passages.npz")
+    qvecs = embed_cached(embedder, [q.text for q in queries], cache_dir / "queries.npz", queries=True)
+    return build_validation(queries, pools, qvecs, seed)
+
+
 def _make_evaluator(items: list[ValItem], batch_size: int):
     from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
@@ -391,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-title", action="store_true", help="passages without their 'title: heading' line")
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     p.add_argument("--cache-dir", type=Path, default=Path("/tmp/reranker-cache"), help="bi-encoder vector cache")
+    p.add_argument("--no-onnx", action="store_true", help="do not write the int8 ONNX export (onnx/)")
     p.add_argument("--dry-run", action="store_true", help="build the data, print its size, do not train")
     return p
 
@@ -421,24 +463,13 @@ def main(argv: list[str]) -> int:
     qvecs = embed_cached(embedder, [q.text for q in queries], args.cache_dir / "queries.npz", queries=True)
 
     examples: list[Example] = []
-    val_items: list[ValItem] = []
-    val_by_group: dict[str, list[tuple[Query, np.ndarray]]] = defaultdict(list)
     n_train_q: Counter = Counter()
     for query, qvec in zip(queries, qvecs, strict=True):
-        if is_validation(query.qid):
-            val_by_group[query.group].append((query, qvec))
-        else:
+        if not is_validation(query.qid):
             found = mine_examples(query, pools[query.corpus], qvec, rng)
             n_train_q[query.group] += bool(found)
             examples.extend(found)
-    for group, rows in sorted(val_by_group.items()):
-        random.Random(args.seed).shuffle(rows)
-        for query, qvec in rows:
-            if sum(it.group == group for it in val_items) == args.val_per_group:
-                break
-            item = validation_item(query, pools[query.corpus], qvec, args.val_candidates)
-            if item is not None:
-                val_items.append(item)
+    val_items = build_validation(queries, pools, qvecs, args.seed, args.val_per_group, args.val_candidates)
     rng.shuffle(examples)
     pairs_per_example = N_HARD + 2  # positive, hard negatives, one easy (random or in-batch) negative
     examples = examples[: max(1, args.max_pairs // pairs_per_example)]
@@ -525,6 +556,10 @@ def main(argv: list[str]) -> int:
 
     model.max_seq_length = args.serve_max_length
     save_compact(model, args.out)
+    if not args.no_onnx:
+        from chatbot.training.onnx_export import export_onnx
+
+        export_onnx(args.out, args.threads, log=lambda m: print(m, file=sys.stderr))
     size_mb = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
     losses = [round(e["loss"], 4) for e in trainer.state.log_history if "loss" in e]
     summary = {
@@ -549,8 +584,8 @@ def save_compact(model, out: Path) -> None:
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("model.safetensors", "pytorch_model.bin", "onnx"):
-        if (out / stale).is_file():
+    for stale in ("model.safetensors", "pytorch_model.bin", "onnx/model_qint8.onnx"):
+        if (out / stale).is_file():  # an old ONNX export would not match the new weights
             (out / stale).unlink()
     model.model.to(torch.float16)
     model.save(str(out), create_model_card=False)
