@@ -66,7 +66,7 @@ def _trace(result: RetrievalResult, pipeline: str, services: Services, total_ms:
     trace = {
         "pipeline": pipeline,
         "embedding_model": services.embedder.name,
-        "reranker": getattr(services.reranker, "name", None) if pipeline not in ("bm25", "dense") else None,
+        **_reranker_details(result.question, pipeline, services),
         "candidates": [
             {"segment_id": h.segment.id, "doc_id": h.segment.doc_id, **{k: round(v, 4) for k, v in h.detail.items()}}
             for h in result.candidates
@@ -89,14 +89,32 @@ def _trace(result: RetrievalResult, pipeline: str, services: Services, total_ms:
     return trace
 
 
+def _reranker_details(question: str, pipeline: str, services: Services) -> dict[str, Any]:
+    """The reranker this question got (``Services.reranker_for``), the cross-encoder's runtime (onnx-int8 or
+    torch) and why it is not the configured one when it is not."""
+    if pipeline in ("bm25", "dense"):
+        return {"reranker": None}
+    reranker, note = services.reranker_for(question)
+    out: dict[str, Any] = {"reranker": getattr(reranker, "name", None)}
+    if getattr(reranker, "runtime", None):
+        out["reranker_runtime"] = reranker.runtime
+    if note:
+        out["reranker_note"] = note
+    return out
+
+
 def _relevance(
     top: list[Hit], services: Services, language: str = "en"
 ) -> tuple[str | None, float | None, float | None]:
-    """(score name, best score among the top hits, threshold): the cross-encoder's score when it reranked,
-    else the bi-encoder cosine (fused scores are relative to the candidate list, not a relevance level)."""
+    """(score name, best score among the top hits, threshold): the bi-encoder cosine (by default, also after
+    a cross-encoder reranked: it separates answerable from off-topic questions better, see
+    evaluation/results/redteam-thresholds-crossencoder.md), or the cross-encoder's score with
+    safety.relevance_score=cross-encoder. Fused scores are relative to the candidate list, never a level."""
     safety = services.settings.safety
-    if top and all("cross-encoder" in h.detail for h in top):
-        return "cross-encoder", max(h.detail["cross-encoder"] for h in top), safety.min_relevance_cross_encoder
+    # with safety.relevance_score=cross-encoder; a document found only past rerank.candidates has no score
+    if safety.relevance_score == "cross-encoder" and top and "cross-encoder" in top[0].detail:
+        best = max(h.detail["cross-encoder"] for h in top if "cross-encoder" in h.detail)
+        return "cross-encoder", best, safety.min_relevance_cross_encoder
     if top and all("dense" in h.detail for h in top):
         table = safety.min_relevance_dense_it if language == "it" else safety.min_relevance_dense
         return "dense", max(h.detail["dense"] for h in top), threshold_for(table, services, "safety.min_relevance")

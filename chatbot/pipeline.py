@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -69,12 +70,49 @@ class Services:
 
     @cached_property
     def reranker(self):
+        """The configured reranker. rerank.kind=cross-encoder with no model_path and no models/reranker
+        falls back to the fusion reranker, whose ``note`` (copied into the answer trace) says so."""
         r = self.settings.rerank
         if r.kind == "none":
             return None
         if r.kind == "cross-encoder":
-            path = r.model_path or SHIPPED_RERANKER
-            return CrossEncoderReranker(path, threads=self.settings.embedding.threads, max_chars=r.max_chars)
+            if r.model_path is not None or (SHIPPED_RERANKER / "config.json").is_file():
+                return CrossEncoderReranker(
+                    r.model_path or SHIPPED_RERANKER,
+                    threads=self.settings.embedding.threads,
+                    max_chars=r.max_chars,
+                    runtime=r.runtime,
+                    max_length=r.max_length,
+                )
+            fusion = self.fusion_reranker
+            fusion.note = f"rerank.kind=cross-encoder but no model in {SHIPPED_RERANKER}: fusion reranker used"
+            logging.getLogger(__name__).warning(fusion.note)
+            return fusion
+        return self.fusion_reranker
+
+    def reranker_for(self, question: str) -> tuple[Any, str | None]:
+        """(reranker, note) for one question: the cross-encoder reads only the languages in
+        rerank.cross_encoder_languages (ours: English); a question in another language gets the fusion
+        reranker, and the note says why (the answer trace shows it)."""
+        reranker = self.reranker
+        if not isinstance(reranker, CrossEncoderReranker):
+            return reranker, getattr(reranker, "note", None)
+        from chatbot.stages.safety import detect_language
+
+        allowed = self.settings.rerank.cross_encoder_languages
+        language = detect_language(question, self.settings.safety.language_min_evidence).language
+        language = "en" if language == "unknown" else language  # too few clues: read as English
+        if language in allowed:
+            return reranker, reranker.note
+        note = (
+            f"question language {language}: the cross-encoder reranks {', '.join(allowed) or 'no'} questions only "
+            "(rerank.cross_encoder_languages); fusion reranker used"
+        )
+        return self.fusion_reranker, note
+
+    @cached_property
+    def fusion_reranker(self) -> FusionReranker:
+        r = self.settings.rerank
         second = None
         if r.fusion_embedder not in ("none", self.settings.embedding.model):
             from chatbot.embedders import load_embedder
@@ -165,9 +203,11 @@ def run_pipeline(name: str, question: str, services: Services) -> RetrievalResul
 
 
 def rerank_stage(question: str, candidates: list[Hit], services: Services, timings: dict[str, float]) -> list[Hit]:
-    """Rerank all candidates against the question; returns the full list, one hit per document."""
-    reranker = services.reranker
-    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None))
+    """Rerank the candidates against the question with ``services.reranker_for(question)`` (a cross-encoder:
+    the first rerank.candidates of them); returns the full list, one hit per document."""
+    reranker, _ = services.reranker_for(question)
+    limit = services.settings.rerank.candidates if isinstance(reranker, CrossEncoderReranker) else None
+    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None, candidates=limit))
 
 
 def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:

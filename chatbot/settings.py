@@ -111,15 +111,51 @@ class RetrievalSettings(_Group):
 
 class RerankSettings(_Group):
     kind: Literal["cross-encoder", "fusion", "none"] = Field(
-        default="fusion",
-        description="cross-encoder: a sentence_transformers.CrossEncoder loaded from model_path; "
-        "fusion: interim reranker = bi-encoder (or a second embedder's) cosine fused with BM25 by normalised sum; "
-        "none: keep the bi-encoder order.",
+        default="cross-encoder",
+        description="cross-encoder: a sentence_transformers.CrossEncoder loaded from model_path (default: our "
+        "model in models/reranker; MEDIQA test split, MiniLM candidates: P@3 dense 0.470 -> 0.553, "
+        "evaluation/results/mediqa-test-crossencoder.md), for the languages in cross_encoder_languages; when "
+        "model_path is empty and models/reranker is missing, the fusion reranker is used and the answer trace "
+        "says so (reranker_note). fusion: bi-encoder (or a second embedder's) cosine fused with BM25 by "
+        "normalised sum (no model call; no significant gain over dense). none: keep the bi-encoder order.",
     )
     model_path: Path | None = Field(
         default=None,
         description="Local directory of a CrossEncoder (any sentence-transformers CrossEncoder). "
-        "Empty: the model shipped in models/reranker if present.",
+        "Empty: the model shipped in models/reranker. A path that does not exist is an error (no fallback).",
+    )
+    runtime: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="cross-encoder only. onnx: the directory's int8 ONNX export (onnx/model_qint8.onnx, made "
+        "from its own weights by `chatbot train export-onnx`) run with onnxruntime: MEDIQA test, 50 pairs at 1 "
+        "thread, 1.9 s CPU p50 vs 3.8 s for torch; P@3 0.523 vs 0.553 (paired Wilcoxon p=0.29), held-out "
+        "validation MRR@10 0.822 vs 0.794 (evaluation/results/reranker-speed.md). A directory without an export "
+        "made from its weights (e.g. a hospital's drop-in model) runs with torch; the answer trace says so. "
+        "torch: sentence-transformers in fp32 (the reference scores, twice the CPU).",
+    )
+    max_length: int = Field(
+        default=256,
+        ge=32,
+        le=512,
+        description="cross-encoder only: word pieces read per (question, segment) pair. 256 reads whole "
+        "segments (900 characters, ~200 pieces); 128 halves the cost but lowered MEDIQA test P@3 (torch "
+        "0.553 -> 0.500, int8 0.523 -> 0.508).",
+    )
+    candidates: int = Field(
+        default=50,
+        ge=1,
+        description="cross-encoder only: how many of the bi-encoder's top_k segments it rescores (cost is "
+        "linear in it); documents found only further down follow them in the bi-encoder's order. 50: all of "
+        "top_k. 30 costs 1.2 s instead of 1.9 s (int8, 1 thread) but lowered MEDIQA test P@3 0.523 -> 0.500; "
+        "20 (0.45 s at max_length 128) lost 0.08 on 16 questions.",
+    )
+    cross_encoder_languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Question languages (safety's detector; too few clues count as en) the cross-encoder "
+        "reranks; other questions get the fusion reranker. Ours reads English: with Italian questions it "
+        "ranked below the e5 bi-encoder (held-out MEDIQA-it MRR@10 0.55-0.62 vs 0.81) and put English cards "
+        "ahead of Italian ones (first link Italian for 83% vs 97% of in-scope Italian dev questions), see "
+        "models/reranker/README.md. Add 'it' for a multilingual drop-in model.",
     )
     fusion_weight: float = Field(
         default=0.5,
@@ -496,8 +532,9 @@ class ComposeSettings(_Group):
         description="How grounded-sentences scores a generated sentence against the linked segments. "
         "bi-encoder: its best cosine against any certified sentence (the measured default). cross-encoder: "
         "the reranker model in models/reranker (or rerank.model_path), a relevance model used as a support "
-        "proxy; measure support_threshold_cross_encoder first. auto: the cross-encoder when it exists. No "
-        "NLI model ships on the registries.",
+        "proxy: its best score against any certified sentence or segment; it removed unsupported sentences "
+        "less precisely than the e5 bi-encoder (test precision/recall 0.765/0.713 vs 0.880/0.869). auto: the "
+        "cross-encoder when it exists. No NLI model ships on the registries.",
     )
     support_threshold: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.62, "e5": 0.92, "use": 0.635},
@@ -507,10 +544,11 @@ class ComposeSettings(_Group):
         "pairs for that embedder (evaluation/results/redteam-thresholds*.md); cosine scales differ by model.",
     )
     support_threshold_cross_encoder: float = Field(
-        default=0.0,
-        description="Cross-encoder support threshold (its raw score) when the support scorer is a "
-        "cross-encoder. Not measured yet (no cross-encoder shipped when it was set): measure it on "
-        "support pairs like evaluation/redteam/thresholds.py does for the bi-encoder before using it.",
+        default=0.875,
+        description="Cross-encoder support threshold (its score, 0-1) when the support scorer is a "
+        "cross-encoder: a sentence is supported when its best score reaches it. 0.875 maximised F1 of removing "
+        "unsupported sentences on maternal dev pairs (runtime onnx, max_length 256); on test pairs precision "
+        "0.765, recall 0.713 (evaluation/results/redteam-thresholds-crossencoder.md).",
     )
     on_unsupported: Literal["remove", "fallback"] = Field(
         default="remove",
@@ -531,11 +569,13 @@ class SafetySettings(_Group):
     min_relevance_dense: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.49, "e5": 0.865, "use": 0.435},
         description="No certified information below this, per embedder (English and other questions): the "
-        "best bi-encoder cosine among the top-3 segments, used when the reranker is not a cross-encoder "
-        "(fused scores are relative to the candidate list). Higher refuses more off-topic questions and "
-        "more answerable ones. Each value maximised balanced accuracy on hand-written and MEDIQA dev "
-        "questions against the demo corpus (evaluation/results/redteam-thresholds*.md); re-tune for another "
-        "corpus.",
+        "best bi-encoder cosine among the top-3 segments (with relevance_score=dense, the default, whatever "
+        "reranked them; fused scores are relative to the candidate list). Higher refuses more off-topic "
+        "questions and more answerable ones. Each value maximised balanced accuracy on hand-written and MEDIQA "
+        "dev questions against the demo corpus with the fusion reranker (evaluation/results/"
+        "redteam-thresholds*.md). On the cross-encoder's top-3 (English dev), e5 0.855 would balance best (in-scope "
+        "answered 0.921, off-topic refused 0.930) but answers 8 more off-topic questions than 0.865 (0.842 / "
+        "0.986): 0.865 kept. Re-tune for another corpus.",
     )
     min_relevance_dense_it: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.57, "e5": 0.865, "use": 0.455},
@@ -543,11 +583,21 @@ class SafetySettings(_Group):
         "close to any Italian text, so its Italian bar is higher and still refuses a third of answerable "
         "Italian dev questions; e5 answers 90% of them and refuses 95% of out-of-scope ones.",
     )
+    relevance_score: Literal["dense", "cross-encoder"] = Field(
+        default="dense",
+        description="What decides 'no certified information'. dense: the best bi-encoder cosine of the top-3 "
+        "against min_relevance_dense[_it], also after the cross-encoder reranked. cross-encoder: its best score "
+        "of the top-3 against min_relevance_cross_encoder (questions it reranked; others use dense). On the "
+        "dev questions after the cross-encoder reranked, the e5 cosine at 0.865 separated them better "
+        "(balanced accuracy en 0.914, it 0.847) than the cross-encoder score at its best threshold (0.845, "
+        "0.785): it rates a card on the asked topic as relevant even when the card does not answer the question.",
+    )
     min_relevance_cross_encoder: float = Field(
-        default=0.0,
-        description="No certified information below this cross-encoder score of the best segment (when "
-        "rerank.kind=cross-encoder). Not tuned yet: `python -m evaluation.redteam.thresholds` reports the "
-        "best value when run with CHATBOT_RERANK__KIND=cross-encoder and a model in models/reranker.",
+        default=0.3448,
+        description="With relevance_score=cross-encoder: no certified information below this cross-encoder "
+        "score (0-1) of the best of the top-3 segments. 0.3448 maximised the mean of the English and Italian "
+        "balanced accuracies on the relevance dev questions (0.845 / 0.785; runtime onnx, max_length 256), "
+        "evaluation/results/redteam-thresholds-crossencoder.md.",
     )
     max_question_chars: int = Field(
         default=2000,

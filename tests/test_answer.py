@@ -190,3 +190,75 @@ def test_answer_on_a_non_string_is_invalid_input(services):
 def test_unknown_pipeline_is_an_error(services):
     with pytest.raises(ValueError, match=r"unknown pipeline 'magic'; choose one of bm25, .*dense, dense\+rerank"):
         answer("asthma", services, "magic")
+
+
+# -- rerank.kind=cross-encoder (the default) without a model -----------------------------------------------
+
+
+def test_missing_shipped_cross_encoder_falls_back_to_fusion_and_the_trace_says_so(tmp_path, fake_embedder, monkeypatch):
+    import chatbot.pipeline
+
+    missing = tmp_path / "no-model"
+    monkeypatch.setattr(chatbot.pipeline, "SHIPPED_RERANKER", missing)
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "answer-fallback"},
+        rerank={"kind": "cross-encoder", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
+        embedding={"model": "minilm"},
+    )
+    services = Services(settings)
+    services.__dict__["embedder"] = fake_embedder
+    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
+
+    result = answer("Why is my asthma worse at night when I sleep?", services)
+
+    assert result["status"] == "answered"
+    assert result["trace"]["reranker"] == "fusion"
+    assert result["trace"]["reranker_note"] == (
+        f"rerank.kind=cross-encoder but no model in {missing}: fusion reranker used"
+    )
+    assert "reranker_runtime" not in result["trace"]
+    # exactly the fusion reranker's answer (see the test of the fusion links above)
+    assert [link["url"] for link in result["links"]] == [
+        "https://example.org/asthma",
+        "https://example.org/kids",
+        "https://example.org/sleep",
+    ]
+
+
+def test_a_cross_encoder_path_that_does_not_exist_is_an_error_not_a_fallback(tmp_path):
+    settings = Settings(paths={"data_dir": tmp_path / "data"}, rerank={"model_path": tmp_path / "typo"})
+
+    with pytest.raises(FileNotFoundError, match=r"cross-encoder directory .*typo does not exist"):
+        _ = Services(settings).reranker
+
+
+def _top_hits():
+    from chatbot.index import Hit
+    from corpus.model import Segment
+
+    def top_hit(doc: str, detail: dict[str, float]) -> Hit:
+        return Hit(Segment(id=f"{doc}#0", doc_id=doc, text="t", title=doc, source_url="", position=0), 0.0, detail)
+
+    # the third document came from past rerank.candidates: bi-encoder score only
+    return [
+        top_hit("a", {"dense": 0.8, "cross-encoder": 0.3}),
+        top_hit("b", {"dense": 0.7, "cross-encoder": 0.6}),
+        top_hit("c", {"dense": 0.9}),
+    ]
+
+
+def test_relevance_is_the_bi_encoder_cosine_by_default_even_after_the_cross_encoder():
+    from chatbot.answer import _relevance
+
+    services = Services(Settings(embedding={"model": "e5"}, safety={"min_relevance_dense": {"e5": 0.85}}))
+
+    assert _relevance(_top_hits(), services) == ("dense", 0.9, 0.85)
+
+
+def test_relevance_can_use_the_cross_encoder_scores_of_the_top_hits_that_have_one():
+    from chatbot.answer import _relevance
+
+    services = Services(Settings(safety={"relevance_score": "cross-encoder", "min_relevance_cross_encoder": 0.4}))
+
+    assert _relevance(_top_hits(), services) == ("cross-encoder", 0.6, 0.4)

@@ -22,7 +22,9 @@ def test_defaults(monkeypatch, tmp_path):
     assert (s.index.collection, s.index.server_url, s.index.exact) == ("certified", None, False)
     assert (s.retrieval.top_k, s.retrieval.top_n, s.retrieval.pipeline) == (50, 3, "dense+rerank")
     assert s.embedding.model == "e5"
-    assert s.rerank.kind == "fusion"
+    assert (s.rerank.kind, s.rerank.runtime, s.rerank.model_path) == ("cross-encoder", "onnx", None)
+    assert (s.rerank.max_length, s.rerank.candidates, s.rerank.cross_encoder_languages) == (256, 50, ["en"])
+    assert s.safety.relevance_score == "dense"
     assert 0.0 <= s.rerank.fusion_weight <= 1.0
     assert config_file() is None
 
@@ -106,6 +108,9 @@ def test_missing_config_file_is_an_error(monkeypatch, tmp_path):
         ({"corpus": {"segment_max_chars": 99}}, r"corpus\.segment_max_chars\s+Input should be greater than or equal"),
         ({"rerank": {"fusion_weight": 1.5}}, r"rerank\.fusion_weight\s+Input should be less than or equal to 1"),
         ({"rerank": {"kind": "magic"}}, r"rerank\.kind\s+Input should be 'cross-encoder', 'fusion' or 'none'"),
+        ({"rerank": {"runtime": "tensorrt"}}, r"rerank\.runtime\s+Input should be 'onnx' or 'torch'"),
+        ({"rerank": {"max_length": 1024}}, r"rerank\.max_length\s+Input should be less than or equal to 512"),
+        ({"safety": {"relevance_score": "x"}}, r"safety\.relevance_score\s+Input should be 'dense' or 'cross-encoder'"),
         ({"embedding": {"model": "gpt"}}, r"embedding\.model\s+Input should be 'minilm', 'e5' or 'use'"),
         ({"llm": {"timeout_s": 0}}, r"llm\.timeout_s\s+Input should be greater than 0"),
         ({"nonsense": {}}, r"nonsense\s+Extra inputs are not permitted"),

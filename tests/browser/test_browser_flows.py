@@ -273,6 +273,8 @@ window.forged = fetch("{live.url}/review/gradio_api/queue/join", {{method: "POST
         pg.set_default_timeout(30_000)
         login(pg, live.url, "clara", "/review")  # the clinician is signed in in this browser
         audit_before = len(repo.audit_entries(live.state.store, limit=10_000))
+        # leave the review page first: its own queue stream (another session hash) must not land in `statuses`
+        pg.goto("about:blank")
         statuses: dict[str, int] = {}
         pg.on(
             "response", lambda r: r.url.startswith(live.url) and statuses.__setitem__(r.url[len(live.url) :], r.status)

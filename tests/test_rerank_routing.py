@@ -1,0 +1,143 @@
+"""Which reranker a question gets (cross-encoder for English, fusion otherwise), how many candidates the
+cross-encoder rescores, and the cross-encoder as a support scorer: fake models, exact expectations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chatbot.index import Hit
+from chatbot.pipeline import Services, rerank_stage
+from chatbot.settings import Settings
+from chatbot.stages.compose import CrossEncoderSupport
+from chatbot.stages.rerank import CrossEncoderReranker
+from corpus.model import Segment
+
+
+class FakeCrossEncoder(CrossEncoderReranker):
+    """A CrossEncoderReranker without a model: predict() looks scores up by passage text."""
+
+    def __init__(self, scores: dict[str, float]) -> None:  # noqa: D107 - no model loaded on purpose
+        self.model_path = Path("fake")
+        self.max_chars = 900
+        self.batch_size = 16
+        self.with_title = False
+        self.note = None
+        self.onnx = None
+        self.model = None
+        self.runtime = "onnx-int8"
+        self.scores = scores
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        self.calls.append(list(pairs))
+        return np.array([self.scores.get(p, 0.0) for _, p in pairs], dtype=np.float32)
+
+
+class FakeFusion:
+    name = "fusion"
+    note = None
+
+    def __init__(self) -> None:
+        self.questions: list[str] = []
+
+    def score(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
+        self.questions.append(question)
+        return np.array([h.score for h in hits], dtype=np.float32)
+
+
+def _services(tmp_path, **rerank) -> tuple[Services, FakeCrossEncoder, FakeFusion]:
+    services = Services(Settings(paths={"data_dir": tmp_path / "data"}, rerank=rerank))
+    ce = FakeCrossEncoder({"text a": 0.2, "text b": 0.9, "text c": 0.5})
+    fusion = FakeFusion()
+    services.__dict__["reranker"] = ce
+    services.__dict__["fusion_reranker"] = fusion
+    return services, ce, fusion
+
+
+def _hits() -> list[Hit]:
+    return [
+        Hit(Segment(id=f"{d}#0", doc_id=d, text=f"text {d}", title="", source_url="", position=0), s, {"dense": s})
+        for d, s in (("a", 0.9), ("b", 0.8), ("c", 0.7))
+    ]
+
+
+def test_english_questions_get_the_cross_encoder(tmp_path):
+    services, ce, _ = _services(tmp_path)
+
+    assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
+    # too few clues to name a language: read as English
+    assert services.reranker_for("asthma inhaler") == (ce, None)
+
+
+def test_italian_questions_get_the_fusion_reranker_and_a_note(tmp_path):
+    services, _, fusion = _services(tmp_path)
+
+    reranker, note = services.reranker_for("Quali sono i sintomi dell'asma nei bambini?")
+
+    assert reranker is fusion
+    assert note == (
+        "question language it: the cross-encoder reranks en questions only (rerank.cross_encoder_languages); "
+        "fusion reranker used"
+    )
+
+
+def test_a_multilingual_drop_in_model_can_take_italian_questions(tmp_path):
+    services, ce, _ = _services(tmp_path, cross_encoder_languages=["en", "it"])
+
+    assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (ce, None)
+
+
+def test_rerank_stage_rescores_only_rerank_candidates_with_the_cross_encoder(tmp_path):
+    services, ce, _ = _services(tmp_path, candidates=2)
+    timings: dict[str, float] = {}
+
+    question = "What are the symptoms of asthma?"
+    ranked = rerank_stage(question, _hits(), services, timings)
+
+    assert [h.segment.doc_id for h in ranked] == ["b", "a", "c"]  # b 0.9 > a 0.2, then c in dense order
+    assert ce.calls == [[(question, "text a"), (question, "text b")]]
+    assert [h.detail.get("cross-encoder") for h in ranked[:2]] == pytest.approx([0.9, 0.2])
+    assert "cross-encoder" not in ranked[2].detail
+    assert set(timings) == {"rerank"}
+
+
+def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candidates(tmp_path):
+    services, ce, fusion = _services(tmp_path, candidates=2)
+
+    ranked = rerank_stage("Quali sono i sintomi dell'asma?", _hits(), services, {})
+
+    assert [h.segment.doc_id for h in ranked] == ["a", "b", "c"]
+    assert [h.detail["fusion"] for h in ranked] == pytest.approx([0.9, 0.8, 0.7])
+    assert ce.calls == []
+    assert fusion.questions == ["Quali sono i sintomi dell'asma?"]
+
+
+def test_cross_encoder_support_scores_each_claim_against_every_sentence_and_whole_text():
+    passage = "Take folic acid daily. It prevents birth defects."
+    ce = FakeCrossEncoder({"Take folic acid daily.": 0.7, "It prevents birth defects.": 0.4, passage: 0.6})
+
+    scores = CrossEncoderSupport(ce)(["Folic acid every day.", "Eat fish."], [passage])
+
+    assert scores == pytest.approx([0.7, 0.7])  # the fake ignores the claim: best piece score per claim
+    assert ce.calls == [
+        [
+            ("Folic acid every day.", "Take folic acid daily."),
+            ("Folic acid every day.", "It prevents birth defects."),
+            ("Folic acid every day.", passage),
+            ("Eat fish.", "Take folic acid daily."),
+            ("Eat fish.", "It prevents birth defects."),
+            ("Eat fish.", passage),
+        ]
+    ]
+
+
+def test_cross_encoder_support_without_evidence_scores_nothing_as_supported():
+    ce = FakeCrossEncoder({})
+
+    assert CrossEncoderSupport(ce)(["A claim."], []).tolist() == [-1e9]
+    assert CrossEncoderSupport(ce)([], ["Some text."]).shape == (0,)
+    assert ce.calls == []
