@@ -369,6 +369,22 @@ def _cross_encoder_support_scores(pairs: list[dict[str, Any]], reranker, log=pri
             p["score"] = float(score)
 
 
+def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[str]:
+    """Report lines listing the dev questions misclassified at a threshold (at most 15 per language); MEDIQA
+    questions are named by id only, never by their text."""
+    lines: list[str] = []
+    for lang in ("en", "it"):
+        misses = rel[lang][key]
+        if misses:
+            lines += ["", f"Dev misses ({lang}) at {at}:", ""]
+            lines += [
+                f"- {'in-scope refused' if m['in_scope'] else 'out-of-scope answered'} ({m[score]}): "
+                f"{'(MEDIQA question, text not stored)' if m['text'].startswith('mediqa#') else m['text'][:100]}"
+                for m in misses[:15]
+            ]
+    return lines
+
+
 def _f(v: Any) -> str:
     return "n/a" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
@@ -420,15 +436,7 @@ def write_report(res: dict[str, Any], out_dir: Path, command: str, kind: str = "
             f"{b['threshold']:.3f} (balanced accuracy {_f(b['balanced_accuracy'])}). Removing one document "
             "often leaves a sibling topic that still answers part of the query, so low refusal here is expected.",
         ]
-    for lang in ("en", "it"):
-        misses = rel[lang]["misses_at_best"]
-        if misses:
-            lines += ["", f"Dev misses ({lang}) at the chosen threshold:", ""]
-            lines += [
-                f"- {'in-scope refused' if m['in_scope'] else 'out-of-scope answered'} ({m['dense']}): "
-                f"{m['text'][:100]}"
-                for m in misses[:15]
-            ]
+    lines += _misses_lines(rel, "misses_at_best", "dense", "the chosen threshold")
     sup = res.get("support")
     if sup:
         b, t, tn = sup["best_on_dev"], sup["test_at_best"], sup["test_without_number_rule_at_best"]
@@ -656,15 +664,7 @@ def write_cross_encoder_report(res: dict[str, Any], out_dir: Path, command: str)
             f"(test split only: answered {_f(tt['in_scope_answered'])}, refused {_f(tt['out_of_scope_refused'])}). "
             f"Best on that corpus: {b['threshold']:.4f} (balanced accuracy {_f(b['balanced_accuracy'])}).",
         ]
-    for lang in ("en", "it"):
-        misses = rel[lang]["misses_at_chosen"]
-        if misses:
-            lines += ["", f"Dev misses ({lang}) at {t:.4f}:", ""]
-            lines += [
-                f"- {'in-scope refused' if m['in_scope'] else 'out-of-scope answered'} ({m['cross-encoder']}): "
-                f"{m['text'][:100] if not m['text'].startswith('mediqa#') else '(MEDIQA question, text not stored)'}"
-                for m in misses[:15]
-            ]
+    lines += _misses_lines(rel, "misses_at_chosen", "cross-encoder", f"{t:.4f}")
     sup = res.get("support")
     if sup:
         b, ts, tn = sup["best_on_dev"], sup["test_at_best"], sup["test_without_number_rule_at_best"]
