@@ -98,6 +98,8 @@ def _reranker_details(question: str, pipeline: str, services: Services) -> dict[
     out: dict[str, Any] = {"reranker": getattr(reranker, "name", None)}
     if getattr(reranker, "runtime", None):
         out["reranker_runtime"] = reranker.runtime
+        if services.settings.rerank.rrf_k:
+            out["reranker_fusion"] = f"rrf k={services.settings.rerank.rrf_k}"
     if note:
         out["reranker_note"] = note
     return out

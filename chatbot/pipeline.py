@@ -204,10 +204,13 @@ def run_pipeline(name: str, question: str, services: Services) -> RetrievalResul
 
 def rerank_stage(question: str, candidates: list[Hit], services: Services, timings: dict[str, float]) -> list[Hit]:
     """Rerank the candidates against the question with ``services.reranker_for(question)`` (a cross-encoder:
-    the first rerank.candidates of them); returns the full list, one hit per document."""
+    the first rerank.candidates of them, fused with the first stage's order when rerank.rrf_k > 0); returns
+    the full list, one hit per document."""
     reranker, _ = services.reranker_for(question)
-    limit = services.settings.rerank.candidates if isinstance(reranker, CrossEncoderReranker) else None
-    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None, candidates=limit))
+    cfg = services.settings.rerank
+    ce = isinstance(reranker, CrossEncoderReranker)
+    limit, rrf_k = (cfg.candidates, cfg.rrf_k or None) if ce else (None, None)
+    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None, limit, rrf_k))
 
 
 def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:

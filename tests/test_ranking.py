@@ -129,6 +129,27 @@ def test_rerank_scores_only_the_first_candidates_and_appends_the_rest_in_first_s
     assert ids(rerank("q", candidates, reranker, n=3, candidates=2)) == ["c1", "a1", "d1"]
 
 
+def test_rerank_with_rrf_fuses_first_stage_rank_and_reranker_rank(candidates):
+    # first stage: a1 c1 d1 b1 a2 (positions 1-5); reranker ranks: d1 1, b1 2, c1 3, a2 4, a1 5
+    reranker = FakeReranker({"a1": 0.1, "c1": 0.7, "d1": 0.9, "b1": 0.8, "a2": 0.5})
+
+    top = rerank("q", candidates, reranker, n=None, rrf_k=1)
+
+    # k=1: a1 1/2+1/6=.667, c1 1/3+1/4=.583, d1 1/4+1/2=.75, b1 1/5+1/3=.533, a2 1/6+1/5=.367 (document a: a1)
+    assert ids(top) == ["d1", "a1", "c1", "b1"]
+    assert [h.score for h in top] == pytest.approx([0.75, 2 / 3, 7 / 12, 8 / 15])
+    assert top[0].detail == pytest.approx({"dense": 0.7, "fake": 0.9, "rrf": 0.75})  # the reranker's own score kept
+
+
+def test_rrf_scores_ties_keep_the_given_order():
+    from chatbot.stages.rerank import rrf_scores
+
+    fused = rrf_scores(np.array([0.2, 0.5, 0.5]), k=60)
+    # score ranks: the two 0.5s rank 1 and 2 in given order, 0.2 ranks 3
+    assert fused == pytest.approx([1 / 61 + 1 / 63, 1 / 62 + 1 / 61, 1 / 63 + 1 / 62])
+    assert fused[1] > fused[0] > fused[2]
+
+
 def test_rerank_with_more_candidates_allowed_than_hits_scores_them_all(candidates):
     reranker = FakeReranker({"a1": 0.1, "c1": 0.2, "d1": 0.3, "b1": 0.4, "a2": 0.9})
 

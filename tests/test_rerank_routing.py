@@ -92,7 +92,7 @@ def test_a_multilingual_drop_in_model_can_take_italian_questions(tmp_path):
 
 
 def test_rerank_stage_rescores_only_rerank_candidates_with_the_cross_encoder(tmp_path):
-    services, ce, _ = _services(tmp_path, candidates=2)
+    services, ce, _ = _services(tmp_path, candidates=2, rrf_k=0)  # the cross-encoder's order alone
     timings: dict[str, float] = {}
 
     question = "What are the symptoms of asthma?"
@@ -103,6 +103,19 @@ def test_rerank_stage_rescores_only_rerank_candidates_with_the_cross_encoder(tmp
     assert [h.detail.get("cross-encoder") for h in ranked[:2]] == pytest.approx([0.9, 0.2])
     assert "cross-encoder" not in ranked[2].detail
     assert set(timings) == {"rerank"}
+
+
+def test_rerank_stage_fuses_the_first_stage_and_cross_encoder_ranks_by_default(tmp_path):
+    services, ce, _ = _services(tmp_path)
+    assert services.settings.rerank.rrf_k == 60
+
+    ranked = rerank_stage("What are the symptoms of asthma?", _hits(), services, {})
+
+    # first stage a, b, c; cross-encoder b (0.9), c (0.5), a (0.2)
+    # a 1/61+1/63, b 1/62+1/61, c 1/63+1/62: b, a, c (the cross-encoder alone would say b, c, a)
+    assert [h.segment.doc_id for h in ranked] == ["b", "a", "c"]
+    assert [h.detail["rrf"] for h in ranked] == pytest.approx([1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62])
+    assert [h.detail["cross-encoder"] for h in ranked] == pytest.approx([0.9, 0.2, 0.5])
 
 
 def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candidates(tmp_path):

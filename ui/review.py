@@ -54,7 +54,7 @@ def queue_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 
 # short trace labels shown on one line, not as traced text blocks
-_LABELS = ("pipeline", "answered_by", "embedding_model", "reranker", "reranker_runtime")
+_LABELS = ("pipeline", "answered_by", "embedding_model", "reranker", "reranker_runtime", "reranker_fusion")
 
 
 def detail_markdown(turn: dict[str, Any]) -> str:

@@ -36,23 +36,42 @@ def best_per_document(hits: Sequence[Hit], n: int | None = None) -> list[Hit]:
 
 
 def rerank(
-    question: str, hits: Sequence[Hit], reranker: Reranker | None, n: int | None = 3, candidates: int | None = None
+    question: str,
+    hits: Sequence[Hit],
+    reranker: Reranker | None,
+    n: int | None = 3,
+    candidates: int | None = None,
+    rrf_k: int | None = None,
 ) -> list[Hit]:
     """Rescore ``hits`` against the question; the best ``n`` of distinct documents (all if None).
 
     ``candidates``: only the first that many hits (the first stage's best) are rescored; documents found only
-    further down follow them in first-stage order, with their first-stage score and no reranker score."""
+    further down follow them in first-stage order, with their first-stage score and no reranker score.
+    ``rrf_k``: order the rescored hits by reciprocal rank fusion of their first-stage rank (their position in
+    ``hits``) and their reranker rank, 1/(k + r1) + 1/(k + r2), instead of by the reranker score alone; the
+    reranker's own score stays in ``detail`` under its name, the fused one under ``rrf``."""
     if reranker is None or not hits:
         return best_per_document(hits, n)
     head, tail = (hits[:candidates], hits[candidates:]) if candidates else (hits, [])
-    scores = reranker.score(question, head)
+    scores = np.asarray(reranker.score(question, head), dtype=np.float64)
+    order = scores if rrf_k is None else rrf_scores(scores, rrf_k)
     rescored = [
-        Hit(h.segment, float(s), {**h.detail, reranker.name: float(s)}) for h, s in zip(head, scores, strict=True)
+        Hit(h.segment, float(o), {**h.detail, reranker.name: float(s), **({} if rrf_k is None else {"rrf": float(o)})})
+        for h, s, o in zip(head, scores, order, strict=True)
     ]
     ranked = best_per_document(rescored)
     seen = {h.segment.doc_id for h in ranked}
     ranked += [h for h in best_per_document(tail) if h.segment.doc_id not in seen]
     return ranked if n is None else ranked[:n]
+
+
+def rrf_scores(scores: np.ndarray, k: int) -> np.ndarray:
+    """Reciprocal rank fusion of the given order (rank = position, 1-based) with the order of ``scores``
+    (ties keep the given order): 1/(k + position) + 1/(k + score rank)."""
+    position = np.arange(1, len(scores) + 1, dtype=np.float64)
+    by_score = np.empty(len(scores), dtype=np.float64)
+    by_score[np.argsort(-scores, kind="stable")] = position
+    return 1.0 / (k + position) + 1.0 / (k + by_score)
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
