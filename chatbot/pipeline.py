@@ -243,8 +243,9 @@ def naive_pipeline(question: str, services: Services) -> RetrievalResult:
 
 
 register_lazy("logical", "chatbot.logical.pipeline")
-# Variants of `logical` (chatbot/logical/pipeline.py VARIANTS): operators, calibration, probabilistic, OrLog.
-for _name in ("prob", "calibrated", "minmax", "and-sum", "not-inverse", "composed", "itlr", "orlog"):
+# Variants of `logical` (chatbot/logical/pipeline.py VARIANTS): operators, calibration, probabilistic, OrLog,
+# cross-encoder term scores.
+for _name in ("prob", "calibrated", "minmax", "and-sum", "not-inverse", "composed", "itlr", "orlog", "ce", "ce-prob"):
     register_lazy(f"logical-{_name}", "chatbot.logical.pipeline")
 register_lazy("hyde", "chatbot.stages.hyde")
 register_lazy("cot", "chatbot.stages.hyde")

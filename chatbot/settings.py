@@ -350,19 +350,33 @@ class LogicalSettings(_Group):
         description="Fuzzy mode on calibrated term scores σ((s−τ)·λ) (chatbot/logical/calibration.json, fitted "
         "per embedder by `python -m chatbot.logical.calibrate`).",
     )
-    term_scorer: Literal["embedding", "llm-logprob"] = Field(
+    term_scorer: Literal["embedding", "llm-logprob", "cross-encoder"] = Field(
         default="embedding",
         description="How a term is scored against a candidate segment. embedding: cosine of the term's and the "
         "segment's vectors (no LLM, ~5 ms per question). llm-logprob (OrLog predicate plausibility): for the "
         "top llm_candidates segments, one 1-token LLM completion per segment and term, P(True) read from the "
         "log-probabilities of True/False. Measured (evaluation/results/logical-orlog.md, 10 NegConstraint test "
         "questions, top 10, embedded Qwen2.5-Coder-1.5B, loaded box): 22 calls and ~4 min per question, and "
-        "WORSE ranking than the embedding scorer (nDCG@10 0.789 -> 0.455): a research option, not for patients.",
+        "WORSE ranking than the embedding scorer (nDCG@10 0.789 -> 0.455): a research option, not for patients. "
+        "cross-encoder: the shipped cross-encoder (models/reranker, rerank.model_path/runtime/max_length) scores "
+        "every term against the top ce_candidates segments (term as the question, segment as the passage); its "
+        "scores are composed over the query and give the final order (the rerank stage is skipped: the "
+        "whole question would undo the negation); English questions only (rerank.cross_encoder_languages), "
+        "otherwise or without the model the embedding scorer runs and the trace says why. WORSE than embedding "
+        "on NegConstraint test (79 q, MiniLM candidates): Success@1 0.405 vs 0.544, nDCG@10 0.637 vs 0.751, "
+        "~2 s per question (evaluation/results/logical-negconstraint-ce.md): a research option.",
     )
     llm_candidates: int = Field(
         default=20,
         ge=1,
         description="llm-logprob: segments rescored by the LLM (OrLog uses the top 20); cost grows linearly.",
+    )
+    ce_candidates: int = Field(
+        default=50,
+        ge=1,
+        description="cross-encoder: segments (of the composed embedding order) whose terms the cross-encoder "
+        "scores, one pair per term and segment (~40 ms per pair int8 on one core); the others follow in the "
+        "embedding order. 50 = rerank.candidates and covers the union of two positive terms' dense top-20.",
     )
     llm_max_chars: int = Field(
         default=600,

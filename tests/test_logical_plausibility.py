@@ -306,7 +306,7 @@ def test_logical_settings_come_from_the_environment(monkeypatch):
 def test_an_unknown_term_scorer_is_refused():
     with pytest.raises(ValueError, match="term_scorer"):
         Settings(logical={"term_scorer": "gpt"})
-    with pytest.raises(ValueError, match=r"term_scorer 'gpt': one of \('embedding', 'llm-logprob'\)"):
+    with pytest.raises(ValueError, match=r"term_scorer 'gpt': one of \('embedding', 'llm-logprob', 'cross-encoder'\)"):
         logical.LogicalConfig(term_scorer="gpt")
 
 

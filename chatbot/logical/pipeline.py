@@ -20,7 +20,17 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
    (``plausibility.py``), composed over the same tree (the exact probability in probabilistic mode) and
    reordered by it (ties keep the previous order); the other candidates follow unchanged. A pair without a
    plausibility keeps its embedding value and is counted in the trace.
-8. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
+8. Optional cross-encoder term scores (``term_scorer`` "cross-encoder"): the top ``ce_candidates`` segments
+   of the composed embedding order are rescored with the shipped cross-encoder (the rerank stage's model),
+   one (term, segment) pair per term and segment, the term in the question slot and the segment in the
+   passage slot as the reranker's ``score`` reads them; its sigmoid scores (0-1; ranking scores, not
+   calibrated probabilities: models/reranker/README.md) are the term values of the same tree (fuzzy or
+   exact probability) and the composed score orders them. Candidates beyond
+   ``ce_candidates`` follow in the embedding order (as OrLog's tail). The rerank stage (``final``) is then
+   skipped: scoring the whole question would undo the negation, and ``rerank-terms`` would only rescore
+   the positive terms the cross-encoder has just scored. The CE reads English only
+   (``rerank.cross_encoder_languages``) and may be missing: then the embedding path runs and the trace says why.
+9. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
 
 Configuration: the module-level ``CONFIG`` (benchmarks change it), overlaid with every ``logical.*`` setting
 that differs from its default (``config_for``); named variants (``VARIANTS``: ``logical-prob``,
@@ -47,11 +57,12 @@ from chatbot.logical.compose import (
 from chatbot.logical.detect import Detection, analyse
 from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
 from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, register_pipeline, timed
-from chatbot.stages.rerank import best_per_document
+from chatbot.settings import SHIPPED_RERANKER
+from chatbot.stages.rerank import CrossEncoderReranker, best_per_document
 from corpus.segmenter import embedding_text
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
-TERM_SCORERS = ("embedding", "llm-logprob")
+TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
 
 
 @dataclass
@@ -72,9 +83,14 @@ class LogicalConfig:
     second_segment_weight: float = 1.0  # document score = best segment + w · second-best segment (0: best only)
     query_source: str = "detector"  # detector | auto (LLM when services.llm works) | llm
     trace_top: int = 10  # candidates whose per-term scores go into RetrievalResult.info
-    term_scorer: str = "embedding"  # embedding | llm-logprob (OrLog predicate plausibility on the top candidates)
+    # embedding | llm-logprob (OrLog predicate plausibility on the top candidates) | cross-encoder
+    term_scorer: str = "embedding"
     llm_candidates: int = 20  # llm-logprob: segments rescored by the LLM
     llm_max_chars: int = 600  # llm-logprob: passage length in the prompt
+    # cross-encoder: segments whose terms the CE scores. Its own knob, not llm_candidates: a CE pair costs
+    # ~40 ms on one core (int8) against ~10 s for an LLM call; 50 = rerank.candidates (the rerank stage's
+    # budget per question) and covers the whole union of two positive terms' dense top-20.
+    ce_candidates: int = 50
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -85,6 +101,8 @@ class LogicalConfig:
             raise ValueError(f"query_source {self.query_source!r}: detector, auto or llm")
         if self.term_scorer not in TERM_SCORERS:
             raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
+        if self.ce_candidates < 1:
+            raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
 
 
 CONFIG = LogicalConfig()
@@ -98,7 +116,7 @@ def configure(**changes: Any) -> LogicalConfig:
 
 
 # Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
-_SETTING_FIELDS = ("mode", "calibrate", "term_scorer", "llm_candidates", "llm_max_chars")
+_SETTING_FIELDS = ("mode", "calibrate", "term_scorer", "llm_candidates", "llm_max_chars", "ce_candidates")
 
 
 def config_for(settings: Any, base: LogicalConfig | None = None) -> LogicalConfig:
@@ -266,15 +284,27 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         return {t: sims[:, j] for j, t in enumerate(names)}
 
     cosines = timed(timings, "term_scores", cosine_scores)
+    cross_encoder, ce_note = None, None
+    if config.term_scorer == "cross-encoder":
+        cross_encoder, ce_note = term_cross_encoder(services, detection.language if detection else "en")
     calibration = config.calibration
     if calibration is None and (config.mode == "probabilistic" or config.calibrate):
         calibration = calibration_for(services.embedder.name)
-    values = term_values(cosines, config, calibration)
-    composed = timed(timings, "compose", lambda: combine(query, values, config))
+    embedding_config = config
+    if cross_encoder is not None and calibration is None and (config.mode == "probabilistic" or config.calibrate):
+        # The CE's probabilities need no calibration; only the preliminary embedding order (which picks the
+        # ce_candidates and orders any tail) does, and this embedder has none: raw cosines, fuzzy operators.
+        embedding_config = replace(config, mode="fuzzy", calibrate=False)
+        ce_note = "no calibration for this embedder: the preliminary order composes raw cosines (fuzzy)"
+    values = term_values(cosines, embedding_config, calibration)
+    composed = timed(timings, "compose", lambda: combine(query, values, embedding_config))
 
     final = composed
     rerank_scores: dict[str, np.ndarray] = {}
-    reranker = services.reranker
+    # With cross-encoder term scores the rerank stage is skipped (final order = the composed CE order):
+    # reranking against the whole question would undo the negation (the CE rewards the excluded thing the
+    # question names), and rerank-terms would rescore the positive terms the CE has just scored.
+    reranker = services.reranker if cross_encoder is None else None
     final_mode = config.final if reranker is not None else "composed"
     if final_mode != "composed":
 
@@ -290,15 +320,29 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         final = timed(timings, "rerank", rerank)
 
     order = np.argsort(-final, kind="stable")
-    n_llm = 0
+    n_llm = n_ce = 0
     plausibility_info: dict[str, Any] | None = None
     llm_probs: dict[str, dict[int, float]] = {}
+    ce_info: dict[str, Any] | None = None
+    ce_probs: dict[str, dict[int, float]] = {}
     if config.term_scorer == "llm-logprob":
         order, final, n_llm, plausibility_info, llm_probs = timed(
             timings,
             "plausibility",
             lambda: plausibility_rescore(query, names, candidates, order, final, values, services, config),
         )
+    elif config.term_scorer == "cross-encoder":
+        if cross_encoder is None:
+            ce_info = {"scorer": "cross-encoder", "fallback": f"{ce_note}; embedding term scores used"}
+        else:
+            order, final, n_ce, ce_info, ce_probs = timed(
+                timings,
+                "ce_term_scores",
+                lambda: cross_encoder_rescore(query, names, candidates, order, final, cross_encoder, config),
+            )
+            if ce_note:
+                ce_info["note"] = ce_note
+    n_head = n_llm or n_ce
     scored = [
         Hit(
             candidates[i].segment,
@@ -309,14 +353,15 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
                 **{f"term:{t}": float(cosines[t][i]) for t in names},
                 **{f"rerank:{t}": float(s[i]) for t, s in rerank_scores.items()},
                 **({f"llm:{t}": _finite_or_none(llm_probs[t].get(i)) for t in names} if n_llm else {}),
+                **({f"ce:{t}": float(ce_probs[t][i]) for t in names if i in ce_probs[t]} if n_ce else {}),
             },
         )
         for i in order
     ]
-    if n_llm:  # the LLM-rescored candidates stay ahead of the others (OrLog reranks only its top-k)
-        head = aggregate_documents(scored[:n_llm], config.second_segment_weight)
+    if n_head:  # the LLM- or CE-rescored candidates stay ahead of the others (OrLog reranks only its top-k)
+        head = aggregate_documents(scored[:n_head], config.second_segment_weight)
         seen = {h.segment.doc_id for h in head}
-        tail = aggregate_documents(scored[n_llm:], config.second_segment_weight)
+        tail = aggregate_documents(scored[n_head:], config.second_segment_weight)
         ranked = head + [h for h in tail if h.segment.doc_id not in seen]
     else:
         ranked = aggregate_documents(scored, config.second_segment_weight)
@@ -351,7 +396,97 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             t: {h.segment.id: h.detail.get(f"llm:{t}") for h in shown if f"llm:{t}" in h.detail} for t in names
         }
         logical_info["plausibility"] = plausibility_info
+    if ce_info is not None:
+        if n_ce:
+            ce_info["scores"] = {
+                t: {h.segment.id: round(h.detail[f"ce:{t}"], 4) for h in shown if f"ce:{t}" in h.detail} for t in names
+            }
+        logical_info["cross_encoder"] = ce_info
     return RetrievalResult(question, candidates, ranked, top, timings, {"logical": logical_info})
+
+
+def term_cross_encoder(services: Services, language: str) -> tuple[Any | None, str | None]:
+    """(cross-encoder, note) for ``term_scorer`` "cross-encoder": the configured reranker when it is one
+    (rerank.kind=cross-encoder: the same loaded model as the rerank stage), otherwise one built from the
+    rerank.* settings exactly as ``Services.reranker`` builds it (model_path or models/reranker, runtime,
+    max_length, max_chars) and kept on ``services``. None with the reason when the question's language is not
+    in rerank.cross_encoder_languages (ours reads English) or the shipped model is missing; a model_path that
+    does not exist is an error, as for the rerank stage."""
+    r = services.settings.rerank
+    if language not in r.cross_encoder_languages and language != "unknown":
+        return None, f"question language {language}: the cross-encoder reads {', '.join(r.cross_encoder_languages)}"
+    cached = services.__dict__.get("logical_cross_encoder")
+    if cached is not None:
+        return cached, None
+    model = None
+    if r.kind == "cross-encoder":
+        reranker = services.reranker
+        if getattr(reranker, "name", "") == "cross-encoder" and callable(getattr(reranker, "predict", None)):
+            model = reranker
+    if model is None:
+        if r.model_path is None and not (SHIPPED_RERANKER / "config.json").is_file():
+            return None, f"no cross-encoder model in {SHIPPED_RERANKER}"
+        model = CrossEncoderReranker(
+            r.model_path or SHIPPED_RERANKER,
+            threads=services.settings.embedding.threads,
+            max_chars=r.max_chars,
+            runtime=r.runtime,
+            max_length=r.max_length,
+        )
+    services.__dict__["logical_cross_encoder"] = model
+    return model, None
+
+
+def cross_encoder_rescore(
+    query: Node,
+    names: list[str],
+    candidates: list[Hit],
+    order: np.ndarray,
+    final: np.ndarray,
+    model: Any,
+    config: LogicalConfig,
+) -> tuple[np.ndarray, np.ndarray, int, dict[str, Any], dict[str, dict[int, float]]]:
+    """Cross-encoder term scores on the top ``ce_candidates`` of ``order``: (new order, new scores, how many
+    were rescored, trace info, per term {candidate index: probability}).
+
+    Every (term, segment) pair goes through one ``model.predict`` call, the term in the question slot and the
+    segment as the reranker reads it (``model.passage``: title line + text cut to rerank.max_chars). The
+    shipped model returns sigmoid scores in [0, 1]; a drop-in model returning logits (a value outside [0, 1])
+    is squashed with the sigmoid. The scores are composed over the query tree as they are (fuzzy operators,
+    or the exact probability in probabilistic mode, read as probabilities without a calibration) and reorder
+    the top (ties keep the previous order); the other candidates follow unchanged. NegConstraint test:
+    worse than the embedding scorer (evaluation/results/logical-negconstraint-ce.md)."""
+    top = order[: config.ce_candidates]
+    passage = getattr(model, "passage", None) or embedding_text
+    passages = [passage(candidates[i].segment) for i in top]
+    pairs = [(t, text) for t in names for text in passages]
+    raw = np.asarray(model.predict(pairs), dtype=np.float64).reshape(len(names), len(top))
+    squashed = bool(raw.size) and (float(raw.min()) < 0.0 or float(raw.max()) > 1.0)
+    if squashed:
+        raw = 1.0 / (1.0 + np.exp(-raw))
+    probs = {t: raw[j] for j, t in enumerate(names)}
+    rho = combine(query, probs, config)
+    new_top = top[np.argsort(-rho, kind="stable")]
+    new_final = np.asarray(final, dtype=np.float64).copy()
+    new_final[top] = rho
+    info: dict[str, Any] = {
+        "scorer": "cross-encoder",
+        "model": str(getattr(model, "model_path", getattr(model, "name", type(model).__name__))),
+        "runtime": getattr(model, "runtime", None),
+        "candidates": len(top),
+        "pairs": len(pairs),
+        "logits_squashed": squashed,
+        "final": "composed cross-encoder term scores (rerank stage skipped)",
+    }
+    if getattr(model, "note", None):
+        info["model_note"] = model.note
+    return (
+        np.concatenate([new_top, order[len(top) :]]),
+        new_final,
+        len(top),
+        info,
+        {t: dict(zip(top.tolist(), probs[t].tolist(), strict=True)) for t in names},
+    )
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -420,6 +555,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "logical-composed": {"final": "composed"},
     "logical-itlr": {"orthogonal_not": False, "second_segment_weight": 0.0},
     "logical-orlog": {"term_scorer": "llm-logprob", "mode": "probabilistic"},
+    "logical-ce": {"term_scorer": "cross-encoder"},
+    "logical-ce-prob": {"term_scorer": "cross-encoder", "mode": "probabilistic"},
 }
 
 
