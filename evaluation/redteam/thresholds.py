@@ -369,6 +369,24 @@ def _cross_encoder_support_scores(pairs: list[dict[str, Any]], reranker, log=pri
             p["score"] = float(score)
 
 
+def _loo_lines(loo: dict[str, Any] | None, label: str, digits: int) -> list[str]:
+    """Report lines of the maternal leave-one-out transfer check (none when it was not run)."""
+    if not loo:
+        return []
+    a, t, b = loo["at_en_threshold"], loo["test_split_at_en_threshold"], loo["best"]
+    return [
+        "",
+        f"Transfer check, maternal leave-one-out ({loo['queries']} MedQuAD maternal queries, each answered with "
+        f"and without its document in a maternal-only index): at {label}{a['threshold']:.{digits}f}, answerable "
+        f"queries answered {_f(a['in_scope_answered'])}, queries whose document was removed refused "
+        f"{_f(a['out_of_scope_refused'])} (refusal precision {_f(a.get('refusal_precision'))}, recall "
+        f"{_f(a.get('refusal_recall'))}; test split only: answered {_f(t['in_scope_answered'])}, refused "
+        f"{_f(t['out_of_scope_refused'])}). Best on that corpus: {b['threshold']:.{digits}f} (balanced accuracy "
+        f"{_f(b['balanced_accuracy'])}). Removing one document often leaves a sibling topic that still answers "
+        "part of the query, so low refusal here is expected.",
+    ]
+
+
 def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[str]:
     """Report lines listing the dev questions misclassified at a threshold (at most 15 per language); MEDIQA
     questions are named by id only, never by their text."""
@@ -379,7 +397,7 @@ def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[st
             lines += ["", f"Dev misses ({lang}) at {at}:", ""]
             lines += [
                 f"- {'in-scope refused' if m['in_scope'] else 'out-of-scope answered'} ({m[score]}): "
-                f"{'(MEDIQA question, text not stored)' if m['text'].startswith('mediqa#') else m['text'][:100]}"
+                f"{'(MEDIQA question, text not stored)' if m['text'].startswith(('mediqa#', 'mediqa-question')) else m['text'][:100]}"
                 for m in misses[:15]
             ]
     return lines
@@ -422,20 +440,7 @@ def write_report(res: dict[str, Any], out_dir: Path, command: str, kind: str = "
                 f"\nCross-encoder ({lang}): best threshold {b['threshold']:.3f}, in-scope answered "
                 f"{_f(b['in_scope_answered'])}, out-of-scope refused {_f(b['out_of_scope_refused'])}."
             )
-    loo = res.get("maternal_loo")
-    if loo:
-        a, t, b = loo["at_en_threshold"], loo["test_split_at_en_threshold"], loo["best"]
-        lines += [
-            "",
-            f"Transfer check, maternal leave-one-out ({loo['queries']} MedQuAD maternal queries, each answered with "
-            "and without its document in a maternal-only index): at the English threshold "
-            f"{a['threshold']:.3f}, answerable queries answered {_f(a['in_scope_answered'])}, queries whose "
-            f"document was removed refused {_f(a['out_of_scope_refused'])} (refusal precision "
-            f"{_f(a['refusal_precision'])}, recall {_f(a['refusal_recall'])}; test split only: answered "
-            f"{_f(t['in_scope_answered'])}, refused {_f(t['out_of_scope_refused'])}). Best on that corpus: "
-            f"{b['threshold']:.3f} (balanced accuracy {_f(b['balanced_accuracy'])}). Removing one document "
-            "often leaves a sibling topic that still answers part of the query, so low refusal here is expected.",
-        ]
+    lines += _loo_lines(res.get("maternal_loo"), "the English threshold ", 3)
     lines += _misses_lines(rel, "misses_at_best", "dense", "the chosen threshold")
     sup = res.get("support")
     if sup:
@@ -653,17 +658,7 @@ def write_cross_encoder_report(res: dict[str, Any], out_dir: Path, command: str)
             f"\nBest for {lang} alone: {b['threshold']:.4f} (balanced accuracy {_f(b['balanced_accuracy'])}, "
             f"in-scope answered {_f(b['in_scope_answered'])}, out-of-scope refused {_f(b['out_of_scope_refused'])})."
         )
-    loo = res.get("maternal_loo")
-    if loo:
-        a, tt, b = loo["at_en_threshold"], loo["test_split_at_en_threshold"], loo["best"]
-        lines += [
-            "",
-            f"Transfer check, maternal leave-one-out ({loo['queries']} MedQuAD maternal queries, each with and "
-            f"without its document in a maternal-only index): at {t:.4f}, answerable queries answered "
-            f"{_f(a['in_scope_answered'])}, queries whose document was removed refused {_f(a['out_of_scope_refused'])} "
-            f"(test split only: answered {_f(tt['in_scope_answered'])}, refused {_f(tt['out_of_scope_refused'])}). "
-            f"Best on that corpus: {b['threshold']:.4f} (balanced accuracy {_f(b['balanced_accuracy'])}).",
-        ]
+    lines += _loo_lines(res.get("maternal_loo"), "", 4)
     lines += _misses_lines(rel, "misses_at_chosen", "cross-encoder", f"{t:.4f}")
     sup = res.get("support")
     if sup:
