@@ -387,6 +387,9 @@ def _loo_lines(loo: dict[str, Any] | None, label: str, digits: int) -> list[str]
     ]
 
 
+_HIDDEN = "(MEDIQA question, text not stored)"
+
+
 def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[str]:
     """Report lines listing the dev questions misclassified at a threshold (at most 15 per language); MEDIQA
     questions are named by id only, never by their text."""
@@ -397,7 +400,7 @@ def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[st
             lines += ["", f"Dev misses ({lang}) at {at}:", ""]
             lines += [
                 f"- {'in-scope refused' if m['in_scope'] else 'out-of-scope answered'} ({m[score]}): "
-                f"{'(MEDIQA question, text not stored)' if m['text'].startswith(('mediqa#', 'mediqa-question')) else m['text'][:100]}"
+                f"{_HIDDEN if m['text'].startswith(('mediqa#', 'mediqa-question')) else m['text'][:100]}"
                 for m in misses[:15]
             ]
     return lines
