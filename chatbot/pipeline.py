@@ -244,8 +244,20 @@ def naive_pipeline(question: str, services: Services) -> RetrievalResult:
 
 register_lazy("logical", "chatbot.logical.pipeline")
 # Variants of `logical` (chatbot/logical/pipeline.py VARIANTS): operators, calibration, probabilistic, OrLog,
-# cross-encoder term scores.
-for _name in ("prob", "calibrated", "minmax", "and-sum", "not-inverse", "composed", "itlr", "orlog", "ce", "ce-prob"):
+# cross-encoder term scores, HyDoc per positive term.
+for _name in (
+    "prob",
+    "calibrated",
+    "minmax",
+    "and-sum",
+    "not-inverse",
+    "composed",
+    "itlr",
+    "orlog",
+    "ce",
+    "ce-prob",
+    "hyde",
+):
     register_lazy(f"logical-{_name}", "chatbot.logical.pipeline")
 register_lazy("hyde", "chatbot.stages.hyde")
 register_lazy("cot", "chatbot.stages.hyde")

@@ -384,6 +384,14 @@ class LogicalSettings(_Group):
         description="llm-logprob: a segment is cut to this many characters in the prompt (~4 characters per "
         "token, read at ~10-50 tokens/s on this box: shorter is faster but may cut the evidence).",
     )
+    hydoc_terms: bool = Field(
+        default=False,
+        description="HyDE per positive term (variant logical-hyde): each positive term of the logical query gets "
+        "a zero-shot HyDoc written with the term as the question (hyde.* options, cached like every HyDoc), and "
+        "its embedding (averaged with the term's when hyde.average_question) replaces the bare term's for "
+        "gathering and scoring that term; NOT terms keep their bare vector. One LLM call per positive term on a "
+        "cache miss; an LLM fault keeps the bare term vector (recorded in the trace). Not yet measured.",
+    )
 
 
 class StoreSettings(_Group):

@@ -4,7 +4,10 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
 1. Route: the deterministic detector (``detect.analyse``) decides. No logical structure → ``naive``.
 2. Query: the detector's, or (``query_source`` "auto"/"llm" and a working ``services.llm``) the LLM's,
    validated by the parser and repaired or replaced by the detector's.
-3. Candidates: dense top-``per_term_k`` (20) for every POSITIVE term, union.
+3. Candidates: dense top-``per_term_k`` (20) for every POSITIVE term, union. With ``hydoc_terms`` (HyDE per
+   term, variant ``logical-hyde``) a positive term's vector is that of a zero-shot HyDoc written with the
+   term as the question (averaged with the term's own vector when ``hyde.average_question``, cached like
+   every HyDoc), for gathering and for scoring that term; a term whose HyDoc fails keeps its bare vector.
 4. Term scores: cosine of every distinct term against every candidate (stored segment vectors); a negated
    term's vector is first orthogonalised against the positive terms (``orthogonal_not``), so "NOT the
    trial scene" penalises the trial, not the novel both terms share.
@@ -91,6 +94,9 @@ class LogicalConfig:
     # ~40 ms on one core (int8) against ~10 s for an LLM call; 50 = rerank.candidates (the rerank stage's
     # budget per question) and covers the whole union of two positive terms' dense top-20.
     ce_candidates: int = 50
+    # HyDE per positive term: the term's vector = its zero-shot HyDoc's (averaged with the term's as hyde does),
+    # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
+    hydoc_terms: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -116,7 +122,15 @@ def configure(**changes: Any) -> LogicalConfig:
 
 
 # Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
-_SETTING_FIELDS = ("mode", "calibrate", "term_scorer", "llm_candidates", "llm_max_chars", "ce_candidates")
+_SETTING_FIELDS = (
+    "mode",
+    "calibrate",
+    "term_scorer",
+    "llm_candidates",
+    "llm_max_chars",
+    "ce_candidates",
+    "hydoc_terms",
+)
 
 
 def config_for(settings: Any, base: LogicalConfig | None = None) -> LogicalConfig:
@@ -164,6 +178,84 @@ def build_query(question: str, services: Services, config: LogicalConfig) -> tup
         if config.query_source == "llm":
             return detection, detection.query, {"source": "detector", "error": "services has no working llm"}
     return detection, detection.query, {"source": "detector"}
+
+
+# LLM faults after which the other terms of the question skip the LLM: it would fail (or make the patient
+# wait timeout_s) again.
+_DEAD_LLM = ("down", "timeout", "not-installed")
+
+
+def hydoc_term_vectors(
+    terms_: list[str], names: list[str], term_vecs: np.ndarray, services: Services, timings: dict[str, float]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """(term vectors, trace) with every term of ``terms_`` (the POSITIVE terms) replaced by its HyDoc vector.
+
+    Each term is the "question" of the hyde pipeline's zero-shot HyDoc (``hyde.generate_zero_shot``, prompt
+    hyde_zero_shot, ``hyde.*`` options), cached under ``hyde.cache_key_for("hyde", term)`` (the hyde
+    pipeline would reuse it for that text, and a repeated term costs no LLM call), and encoded by
+    ``hyde.encode``: the HyDoc's passage embedding, averaged with the term's own query vector (from
+    ``term_vecs``, not re-embedded) when ``hyde.average_question``. On any LLM fault (down, timeout, error,
+    garbage) the term keeps its bare vector and its trace entry says why (``fallback``: to "term", kind,
+    reason, as the hyde pipeline records its fallbacks); a fallback is not cached. After a down / timeout
+    fault the remaining terms do not call the LLM again.
+
+    NOT terms get no HyDoc (the caller passes only the positive ones): a negated term only has to penalise
+    what is specific to the excluded thing, which its bare vector already names (and the orthogonal NOT
+    keeps only that part); a HyDoc written about the excluded topic drifts towards the context it shares with
+    the positive topic (a passage on "bone health" talks about vitamin D and calcium), so its penalty would
+    fall on the documents we want; and it would double the LLM cost of a one-positive question. Not measured.
+    """
+    from chatbot.stages import hyde
+
+    cfg = services.settings.hyde
+    cache = hyde.cache_for(services)
+    vecs = np.asarray(term_vecs, dtype=np.float32).copy()
+    out: dict[str, Any] = {}
+    llm: Any = None
+    dead: dict[str, str] | None = None
+    calls = 0
+    for t in terms_:
+        j = names.index(t)
+        key = hyde.cache_key_for("hyde", t, services)
+        cached = cache.get(key) if cache else None
+        entry: dict[str, Any] = {"cache": "hit" if cached else "miss" if cache else "off", "hydoc": None}
+        out[t] = entry
+        if cached:
+            gen = hyde.Generation(cached["hydocs"])
+        elif dead is not None:
+            entry["fallback"] = {"to": "term", **dead, "reason": f"LLM {dead['kind']} for an earlier term: not asked"}
+            continue
+        else:
+            try:
+                if llm is None:
+                    llm = services.llm
+                    hyde._prestart(llm, timings)
+                step: dict[str, float] = {}
+                try:
+                    gen = hyde._run_llm(step, lambda t=t, llm=llm: hyde.generate_zero_shot(t, llm, cfg))
+                finally:
+                    timings["llm"] = timings.get("llm", 0.0) + step.get("llm", 0.0)
+            except Exception as exc:  # LLMUnavailable, GarbageOutput, or anything a client raises
+                entry["fallback"] = {"to": "term", **hyde.fault(exc)}
+                if entry["fallback"]["kind"] in _DEAD_LLM:
+                    dead = {"kind": entry["fallback"]["kind"]}
+                calls += 1
+                continue
+            calls += len(gen.calls)
+            hyde._llm_ms(timings, gen)
+            if cache:
+                cache.put(key, {"hydocs": gen.hydocs})
+        vecs[j] = hyde.encode(t, gen.hydocs, services.embedder, cfg.average_question, vecs[j])
+        entry["hydoc"] = gen.hydocs[0]
+        if len(gen.hydocs) > 1:
+            entry["hydocs"] = gen.hydocs
+    trace = {
+        "average_question": cfg.average_question,
+        "llm_calls": calls,
+        "fallbacks": sum(1 for e in out.values() if e.get("fallback")),
+        "terms": out,
+    }
+    return vecs, trace
 
 
 def candidate_vectors(services: Services, hits: list[Hit]) -> np.ndarray:
@@ -258,6 +350,13 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     names = terms(query)
     positives = positive_terms(query) or names
     term_vecs = timed(timings, "embed_terms", lambda: services.embedder.embed_queries(names))
+    hydoc_info: dict[str, Any] | None = None
+    if config.hydoc_terms:
+        # Before gathering: the HyDoc vector gathers that term's candidates and scores it (cosines below,
+        # and the fusion reranker's dense part in rerank-terms); the reranker still reads the term's text.
+        term_vecs, hydoc_info = timed(
+            timings, "hydoc_terms", lambda: hydoc_term_vectors(positives, names, term_vecs, services, timings)
+        )
 
     def gather() -> list[Hit]:
         vectors = term_vecs[[names.index(t) for t in positives]]
@@ -274,6 +373,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
     candidates = timed(timings, "retrieve", gather)
     logical_info: dict[str, Any] = {"route": "logical", "query": to_string(query), "query_source": source_info}
+    if hydoc_info is not None:
+        logical_info["hydoc_terms"] = hydoc_info
     if not candidates:
         return RetrievalResult(question, [], [], [], timings, {"logical": logical_info})
 
@@ -557,6 +658,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "logical-orlog": {"term_scorer": "llm-logprob", "mode": "probabilistic"},
     "logical-ce": {"term_scorer": "cross-encoder"},
     "logical-ce-prob": {"term_scorer": "cross-encoder", "mode": "probabilistic"},
+    "logical-hyde": {"hydoc_terms": True},
 }
 
 

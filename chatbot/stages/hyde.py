@@ -353,6 +353,14 @@ def pre_context(candidates: list[Hit], cfg) -> tuple[list[Hit], str]:
     return hits, format_context(hits, cfg.pre_chars)
 
 
+def fault(exc: Exception) -> dict[str, str]:
+    """What went wrong with the LLM, as every fallback records it: ``kind`` (down, timeout, error, garbage,
+    not-installed: ``LLMUnavailable.kind``; garbage for an unusable HyDoc; error for anything else) and a
+    short ``reason``."""
+    kind = getattr(exc, "kind", "garbage" if isinstance(exc, GarbageOutput) else "error")
+    return {"kind": kind, "reason": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 def _fallback(
     question: str,
     services: Services,
@@ -364,8 +372,7 @@ def _fallback(
 ) -> RetrievalResult:
     """Naive retrieval (reusing the pre-retrieved candidates, or the question's vector, when there are
     some), fallback recorded."""
-    kind = getattr(exc, "kind", "garbage" if isinstance(exc, GarbageOutput) else "error")
-    info["fallback"] = {"to": "naive", "kind": kind, "reason": f"{type(exc).__name__}: {exc}"[:300]}
+    info["fallback"] = {"to": "naive", **fault(exc)}
     if candidates is None:
         k = services.settings.retrieval.top_k
         if question_vector is not None:
