@@ -71,3 +71,15 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
         if key.upper().startswith("CHATBOT_"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def default_logical_config():
+    """The logical pipeline's module configuration reset to ``LogicalConfig()`` for one test, then restored
+    (benchmarks and other tests change ``chatbot.logical.pipeline.CONFIG``)."""
+    from chatbot.logical import pipeline as logical
+
+    saved = logical.CONFIG
+    logical.CONFIG = logical.LogicalConfig()
+    yield logical.CONFIG
+    logical.CONFIG = saved

@@ -79,12 +79,7 @@ def make_services(tmp_path, fake_embedder, cross_encoder=None, **logical_setting
     return services
 
 
-@pytest.fixture(autouse=True)
-def _default_config():
-    saved = logical.CONFIG
-    logical.CONFIG = logical.LogicalConfig()
-    yield
-    logical.CONFIG = saved
+pytestmark = pytest.mark.usefixtures("default_logical_config")
 
 
 def ranked_docs(result) -> list[str]:

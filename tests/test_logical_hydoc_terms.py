@@ -66,12 +66,7 @@ def make_services(tmp_path, base_url: str, hyde: dict | None = None, **logical_s
     return services
 
 
-@pytest.fixture(autouse=True)
-def _default_config():
-    saved = logical.CONFIG
-    logical.CONFIG = logical.LogicalConfig()
-    yield
-    logical.CONFIG = saved
+pytestmark = pytest.mark.usefixtures("default_logical_config")
 
 
 def scores_of(result) -> dict[str, float]:
