@@ -387,6 +387,21 @@ def _loo_lines(loo: dict[str, Any] | None, label: str, digits: int) -> list[str]
     ]
 
 
+def _support_kind_table(sup: dict[str, Any], score_label: str) -> list[str]:
+    """The support report's table of test pairs by kind (kept share with and without the number rule)."""
+    lines = [
+        "",
+        f"| pair kind (test split) | pairs | share kept | kept without the number rule | {score_label} |",
+        "|---|---|---|---|---|",
+    ]
+    for pair_kind, k in sup["by_kind_on_test"].items():
+        lines.append(
+            f"| {pair_kind} | {k['pairs']} | {_f(k['kept_share'])} | {_f(k['kept_share_without_number_rule'])} | "
+            f"{_f(k['median_score'])} |"
+        )
+    return lines
+
+
 _HIDDEN = "(MEDIQA question, text not stored)"
 
 
@@ -461,15 +476,8 @@ def write_report(res: dict[str, Any], out_dir: Path, command: str, kind: str = "
             f"{_f(b['recall'])})",
             f"- test split at that threshold: precision {_f(t['precision'])}, recall {_f(t['recall'])} "
             f"(without the number rule: precision {_f(tn['precision'])}, recall {_f(tn['recall'])})",
-            "",
-            "| pair kind (test split) | pairs | share kept | kept without the number rule | median cosine |",
-            "|---|---|---|---|---|",
         ]
-        for pair_kind, k in sup["by_kind_on_test"].items():
-            lines.append(
-                f"| {pair_kind} | {k['pairs']} | {_f(k['kept_share'])} | {_f(k['kept_share_without_number_rule'])} | "
-                f"{_f(k['median_score'])} |"
-            )
+        lines += _support_kind_table(sup, "median cosine")
         lines += [
             "",
             "Caveats: supported claims are mechanical rewrites of certified sentences, not LLM paraphrases "
@@ -682,15 +690,8 @@ def write_cross_encoder_report(res: dict[str, Any], out_dir: Path, command: str)
             f"{_f(b['recall'])})",
             f"- test split at that threshold: precision {_f(ts['precision'])}, recall {_f(ts['recall'])} "
             f"(without the number rule: precision {_f(tn['precision'])}, recall {_f(tn['recall'])})",
-            "",
-            "| pair kind (test split) | pairs | share kept | kept without the number rule | median score |",
-            "|---|---|---|---|---|",
         ]
-        for pair_kind, k in sup["by_kind_on_test"].items():
-            lines.append(
-                f"| {pair_kind} | {k['pairs']} | {_f(k['kept_share'])} | {_f(k['kept_share_without_number_rule'])} | "
-                f"{_f(k['median_score'])} |"
-            )
+        lines += _support_kind_table(sup, "median score")
         lines += [
             "",
             "Caveats: the cross-encoder was trained for question-passage relevance, not entailment; supported "
