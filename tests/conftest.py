@@ -83,3 +83,15 @@ def default_logical_config():
     logical.CONFIG = logical.LogicalConfig()
     yield logical.CONFIG
     logical.CONFIG = saved
+
+
+def indexed_services(settings, embedder, docs, max_chars: int, min_chars: int):
+    """``Services`` for ``settings`` with a test embedder in place of the real one and ``docs`` segmented and
+    indexed (``Services.index.sync``)."""
+    from chatbot.pipeline import Services
+    from corpus.segmenter import segment_documents
+
+    services = Services(settings)
+    services.__dict__["embedder"] = embedder
+    services.index.sync(segment_documents(docs, max_chars=max_chars, min_chars=min_chars))
+    return services

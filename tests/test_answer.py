@@ -8,7 +8,7 @@ from chatbot.answer import MAX_QUESTION_CHARS, InvalidQuestion, answer, certifie
 from chatbot.pipeline import Services, run_pipeline
 from chatbot.settings import Settings
 from corpus.model import Document
-from corpus.segmenter import segment_documents
+from tests.conftest import indexed_services
 
 # -- validate_question --------------------------------------------------------
 
@@ -100,10 +100,7 @@ def services(tmp_path, fake_embedder) -> Services:
         rerank={"kind": "fusion", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
         embedding={"model": "minilm"},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
-    return services
+    return indexed_services(settings, fake_embedder, DOCS, max_chars=200, min_chars=40)
 
 
 # "asthma ... sleep" → fused scores: asthma-card 1.0, asthma-kids 0.51, sleep-card 0.47 (kids and sleep tie on
@@ -206,9 +203,7 @@ def test_missing_shipped_cross_encoder_falls_back_to_fusion_and_the_trace_says_s
         rerank={"kind": "cross-encoder", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
         embedding={"model": "minilm"},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
+    services = indexed_services(settings, fake_embedder, DOCS, max_chars=200, min_chars=40)
 
     result = answer("Why is my asthma worse at night when I sleep?", services)
 

@@ -14,8 +14,7 @@ from chatbot.prompts import PROMPTS_DIR, load_prompt, parse_prompt
 from chatbot.settings import Settings
 from chatbot.stages import hyde
 from corpus.model import Document
-from corpus.segmenter import segment_documents
-from tests.conftest import FakeEmbedder
+from tests.conftest import FakeEmbedder, indexed_services
 from tests.fake_openai import FakeOpenAIServer, closed_port
 
 DOCS = [
@@ -44,10 +43,7 @@ def make_services(tmp_path, base_url: str, **hyde_options) -> Services:
         llm={"base_url": base_url, "autostart": False, "timeout_s": 5.0, "model": "fake-model"},
         hyde=hyde_options,
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = FakeEmbedder()
-    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=10))
-    return services
+    return indexed_services(settings, FakeEmbedder(), DOCS, max_chars=200, min_chars=10)
 
 
 @pytest.fixture

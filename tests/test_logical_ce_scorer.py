@@ -11,7 +11,7 @@ from chatbot.logical import pipeline as logical
 from chatbot.pipeline import Services, run_pipeline
 from chatbot.settings import SHIPPED_RERANKER, Settings
 from corpus.model import Document
-from corpus.segmenter import segment_documents
+from tests.conftest import indexed_services
 
 # Our own cards (keyword axes of tests/conftest.py FakeEmbedder: asthma, diabetes, fever, sleep, other).
 DOCS = [
@@ -71,11 +71,9 @@ def make_services(tmp_path, fake_embedder, cross_encoder=None, **logical_setting
         retrieval={"top_k": 10, "top_n": 3},
         logical=logical_settings,
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
+    services = indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
     if cross_encoder is not None:
         services.__dict__["reranker"] = cross_encoder
-    services.index.sync(segment_documents(DOCS, max_chars=300, min_chars=10))
     return services
 
 

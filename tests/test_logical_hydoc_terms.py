@@ -11,8 +11,7 @@ from chatbot.logical import pipeline as logical
 from chatbot.pipeline import Services, get_pipeline, run_pipeline
 from chatbot.settings import Settings
 from corpus.model import Document
-from corpus.segmenter import segment_documents
-from tests.conftest import FakeEmbedder, unit
+from tests.conftest import FakeEmbedder, indexed_services, unit
 from tests.fake_openai import FakeOpenAIServer, closed_port
 
 # Our own cards; vectors over the (asthma, diabetes, fever, sleep, other) axes of the fake embedder.
@@ -60,10 +59,7 @@ def make_services(tmp_path, base_url: str, hyde: dict | None = None, **logical_s
         hyde=hyde or {},
         logical=logical_settings,
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = FakeEmbedder()
-    services.index.sync(segment_documents(DOCS, max_chars=300, min_chars=10))
-    return services
+    return indexed_services(settings, FakeEmbedder(), DOCS, max_chars=300, min_chars=10)
 
 
 pytestmark = pytest.mark.usefixtures("default_logical_config")

@@ -9,7 +9,7 @@ from chatbot.logical.query import QuerySyntaxError, parse
 from chatbot.pipeline import Services, get_pipeline, naive_pipeline, run_pipeline
 from chatbot.settings import Settings
 from corpus.model import Document
-from corpus.segmenter import segment_documents
+from tests.conftest import indexed_services
 
 
 def doc(doc_id: str, text: str) -> Document:
@@ -39,10 +39,7 @@ def make_services(tmp_path, fake_embedder, rerank_kind: str = "none") -> Service
         embedding={"model": "minilm"},
         retrieval={"top_k": 10, "top_n": 3},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents(DOCS, max_chars=300, min_chars=10))
-    return services
+    return indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
 
 
 @pytest.fixture(autouse=True)

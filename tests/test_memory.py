@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from chatbot.memory import CertifiedMemory, answer_with_memory, measure_threshold, same_numbers
-from chatbot.pipeline import Services
 from chatbot.settings import Settings
 from chatbot.store import auth, repo
 from chatbot.store.db import open_store
 from corpus.model import Document
-from corpus.segmenter import segment_documents
+from tests.conftest import indexed_services
 
 DOCS = [
     Document("asthma-card", "Asthma at night", "https://example.org/asthma", "Asthma gets worse at night. " * 3),
@@ -27,9 +26,7 @@ def env(tmp_path, fake_embedder):
         retrieval={"pipeline": "dense"},
         store={"memory_threshold": 0.9},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents(DOCS, 200, 10))
+    services = indexed_services(settings, fake_embedder, DOCS, 200, 10)
     store = open_store(settings)
     memory = CertifiedMemory(store, services, fake_embedder)
     who = auth.Principal(auth.add_user(store, "clara", "long-password", "clinician"), "clara", "clinician")

@@ -236,12 +236,11 @@ def test_retrieval_text_drops_links_addresses_and_markup_but_keeps_link_text():
 import json  # noqa: E402
 
 from chatbot.answer import answer  # noqa: E402
-from chatbot.pipeline import Services  # noqa: E402
 from chatbot.settings import Settings  # noqa: E402
 from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences  # noqa: E402
 from chatbot.stages.safety import NO_CERTIFIED_INFO, UNSUPPORTED_LANGUAGE  # noqa: E402
 from corpus.model import Document  # noqa: E402
-from corpus.segmenter import segment_documents  # noqa: E402
+from tests.conftest import indexed_services  # noqa: E402
 
 DOCS = [
     Document("asthma", "Asthma at night", "https://example.org/asthma", "Asthma often gets worse at night."),
@@ -272,10 +271,7 @@ def services(tmp_path, fake_embedder):
         rerank={"kind": "fusion", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
         embedding={"model": "minilm"},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
-    return services
+    return indexed_services(settings, fake_embedder, DOCS, max_chars=200, min_chars=40)
 
 
 def _certified_sentences_only(reply: str) -> bool:
@@ -421,9 +417,7 @@ def test_generative_reply_through_an_openai_compatible_server(tmp_path, fake_emb
             llm={"base_url": server.base_url, "autostart": False, "timeout_s": 5},
             compose={"mode": "generative"},
         )
-        services = Services(settings)
-        services.__dict__["embedder"] = fake_embedder
-        services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
+        services = indexed_services(settings, fake_embedder, DOCS, max_chars=200, min_chars=40)
 
         result = answer("Why is asthma worse at night?", services)
 
@@ -459,9 +453,7 @@ def test_the_cot_pipelines_pragmatic_context_reaches_the_generative_prompt(tmp_p
             compose={"mode": "generative"},
             hyde={"cache": False},
         )
-        services = Services(settings)
-        services.__dict__["embedder"] = fake_embedder
-        services.index.sync(segment_documents(DOCS, max_chars=200, min_chars=40))
+        services = indexed_services(settings, fake_embedder, DOCS, max_chars=200, min_chars=40)
 
         result = answer("Why is my son's asthma worse at night?", services)
         plain = answer("Why is my son's asthma worse at night?", services, pipeline="dense+rerank")
@@ -501,10 +493,7 @@ def bilingual(tmp_path, fake_embedder):
         rerank={"kind": "fusion", "fusion_weight": 0.5, "fusion_embedder": "minilm"},
         embedding={"model": "minilm"},
     )
-    services = Services(settings)
-    services.__dict__["embedder"] = fake_embedder
-    services.index.sync(segment_documents([*DOCS, ASMA], max_chars=200, min_chars=40))
-    return services
+    return indexed_services(settings, fake_embedder, [*DOCS, ASMA], max_chars=200, min_chars=40)
 
 
 def test_an_italian_question_gets_the_italian_certified_text(bilingual):
