@@ -202,15 +202,19 @@ def run_pipeline(name: str, question: str, services: Services) -> RetrievalResul
     return get_pipeline(name)(question, services)
 
 
-def rerank_stage(question: str, candidates: list[Hit], services: Services, timings: dict[str, float]) -> list[Hit]:
-    """Rerank the candidates against the question with ``services.reranker_for(question)`` (a cross-encoder:
-    the first rerank.candidates of them, fused with the first stage's order when rerank.rrf_k > 0); returns
-    the full list, one hit per document."""
+def rerank_stage(
+    question: str, candidates: list[Hit], services: Services, timings: dict[str, float], query: str | None = None
+) -> list[Hit]:
+    """Rerank the candidates against ``query`` (default: the question) with ``services.reranker_for(question)``
+    (a cross-encoder: the first rerank.candidates of them, fused with the first stage's order when
+    rerank.rrf_k > 0); returns the full list, one hit per document. The reranker is chosen by the patient's
+    question, as the answer trace reports it, even when the query adds an English HyDoc."""
     reranker, _ = services.reranker_for(question)
     cfg = services.settings.rerank
     ce = isinstance(reranker, CrossEncoderReranker)
     limit, rrf_k = (cfg.candidates, cfg.rrf_k or None) if ce else (None, None)
-    return timed(timings, "rerank", lambda: rerank(question, candidates, reranker, None, limit, rrf_k))
+    text = question if query is None else query
+    return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k))
 
 
 def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:

@@ -129,6 +129,18 @@ def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candida
     assert fusion.questions == ["Quali sono i sintomi dell'asma?"]
 
 
+def test_the_patients_question_chooses_the_reranker_when_the_query_adds_an_english_hydoc(tmp_path):
+    services, ce, fusion = _services(tmp_path)
+    question = "Quali sono i sintomi dell'asma nei bambini?"
+    query = f"{question}\nAsthma in children causes wheezing, coughing at night and shortness of breath."
+
+    ranked = rerank_stage(question, _hits(), services, {}, query=query)
+
+    assert ce.calls == []  # an Italian question: the fusion reranker, as the trace says
+    assert fusion.questions == [query]  # which scores against the query it was given
+    assert [h.segment.doc_id for h in ranked] == ["a", "b", "c"]
+
+
 def test_cross_encoder_support_scores_each_claim_against_every_sentence_and_whole_text():
     passage = "Take folic acid daily. It prevents birth defects."
     ce = FakeCrossEncoder({"Take folic acid daily.": 0.7, "It prevents birth defects.": 0.4, passage: 0.6})

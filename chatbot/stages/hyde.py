@@ -400,7 +400,7 @@ def _finish(
     k = services.settings.retrieval.top_k
     candidates = timed(timings, "search", lambda: search(vector, services.index, k))
     rerank_text = question if cfg.rerank_with == "question" else f"{question}\n{gen.hydocs[0]}"
-    ranked = rerank_stage(rerank_text, candidates, services, timings)
+    ranked = rerank_stage(question, candidates, services, timings, query=rerank_text)
     return RetrievalResult(question, candidates, ranked, ranked[: services.settings.retrieval.top_n], timings, info)
 
 
