@@ -54,14 +54,13 @@ def orderings(dense: np.ndarray, ce: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def documents_in_order(doc_ids: list[str], scores: np.ndarray) -> list[str]:
-    seen: set[str] = set()
-    ranked = []
-    for i in np.argsort(-scores, kind="stable"):
-        if doc_ids[i] not in seen:
-            seen.add(doc_ids[i])
-            ranked.append(doc_ids[i])
-    return ranked
+def documents_in_order(hits: list, scores: np.ndarray) -> list[str]:
+    """Document ids in the order the product would list them for these scores (``best_per_document``)."""
+    from chatbot.index import Hit
+    from chatbot.stages.rerank import best_per_document
+
+    rescored = [Hit(h.segment, float(s)) for h, s in zip(hits, scores, strict=True)]
+    return [h.segment.doc_id for h in best_per_document(rescored)]
 
 
 def run_set(spec: str, reranker, log) -> dict[str, Any]:
@@ -78,9 +77,8 @@ def run_set(spec: str, reranker, log) -> dict[str, Any]:
         candidates = hits[qid]
         ce = np.asarray(reranker.score(text, candidates), dtype=np.float64)
         dense = np.array([h.score for h in candidates], dtype=np.float64)
-        docs = [h.segment.doc_id for h in candidates]
         for label, scores in orderings(dense, ce).items():
-            runs.setdefault(label, {})[qid] = documents_in_order(docs, scores)
+            runs.setdefault(label, {})[qid] = documents_in_order(candidates, scores)
         log(f"{spec}: {n}/{len(judged.queries)}")
     qrels = {qid: judged.qrels[qid] for qid in judged.queries}
     metrics = {label: compute_metrics(qrels, run) for label, run in runs.items()}
