@@ -53,8 +53,9 @@ def queue_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return out
 
 
-# short trace labels shown on one line, not as traced text blocks
-_LABELS = ("pipeline", "answered_by", "embedding_model", "reranker", "reranker_runtime", "reranker_fusion")
+# short trace labels: the models on one line; pipeline and answered_by are in the status line already
+_MODEL_LABELS = ("embedding_model", "reranker", "reranker_runtime", "reranker_fusion")
+_NOT_TEXT = ("pipeline", "answered_by", *_MODEL_LABELS)
 
 
 def detail_markdown(turn: dict[str, Any]) -> str:
@@ -80,11 +81,11 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             f"(threshold {memory.get('threshold')}), approval #{memory.get('approval_id')}: "
             f"“{memory.get('approved_question')}”"
         )
-    models = [f"{key}: `{trace[key]}`" for key in _LABELS if trace.get(key) and key not in ("pipeline", "answered_by")]
+    models = [f"{key}: `{trace[key]}`" for key in _MODEL_LABELS if trace.get(key)]
     if models:
         lines.append("**Models:** " + " · ".join(models))
     for key, value in trace.items():  # HyDoc, pre-retrieved context, ... (whatever text the pipeline traced)
-        if isinstance(value, str) and key not in _LABELS:
+        if isinstance(value, str) and key not in _NOT_TEXT:
             lines.append(f"**{key}:**\n\n```\n{value}\n```")
     if turn["reviews"]:
         lines.append("**Earlier reviews:** " + "; ".join(f"{r['decision']} ({r['comment']})" for r in turn["reviews"]))
