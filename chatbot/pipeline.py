@@ -69,6 +69,23 @@ class Services:
         return BM25Retriever(segments)
 
     @cached_property
+    def cross_encoder(self) -> CrossEncoderReranker | None:
+        """Our cross-encoder as the rerank.* settings describe it (model_path, else models/reranker; runtime,
+        max_length, max_chars), whatever rerank.kind is; None when model_path is empty and models/reranker
+        is missing. The rerank stage (rerank.kind=cross-encoder) and the logical pipeline's cross-encoder
+        term scores share this one loaded model."""
+        r = self.settings.rerank
+        if r.model_path is None and not (SHIPPED_RERANKER / "config.json").is_file():
+            return None
+        return CrossEncoderReranker(
+            r.model_path or SHIPPED_RERANKER,
+            threads=self.settings.embedding.threads,
+            max_chars=r.max_chars,
+            runtime=r.runtime,
+            max_length=r.max_length,
+        )
+
+    @cached_property
     def reranker(self):
         """The configured reranker. rerank.kind=cross-encoder with no model_path and no models/reranker
         falls back to the fusion reranker, whose ``note`` (copied into the answer trace) says so."""
@@ -76,14 +93,8 @@ class Services:
         if r.kind == "none":
             return None
         if r.kind == "cross-encoder":
-            if r.model_path is not None or (SHIPPED_RERANKER / "config.json").is_file():
-                return CrossEncoderReranker(
-                    r.model_path or SHIPPED_RERANKER,
-                    threads=self.settings.embedding.threads,
-                    max_chars=r.max_chars,
-                    runtime=r.runtime,
-                    max_length=r.max_length,
-                )
+            if self.cross_encoder is not None:
+                return self.cross_encoder
             fusion = self.fusion_reranker
             fusion.note = f"rerank.kind=cross-encoder but no model in {SHIPPED_RERANKER}: fusion reranker used"
             logging.getLogger(__name__).warning(fusion.note)

@@ -72,8 +72,8 @@ def make_services(tmp_path, fake_embedder, cross_encoder=None, **logical_setting
         logical=logical_settings,
     )
     services = indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
-    if cross_encoder is not None:
-        services.__dict__["reranker"] = cross_encoder
+    if cross_encoder is not None:  # the rerank stage and the term scorer share one model, as in the product
+        services.__dict__["cross_encoder"] = services.__dict__["reranker"] = cross_encoder
     return services
 
 
@@ -169,7 +169,9 @@ def test_a_question_the_ce_cannot_read_keeps_the_embedding_scores(tmp_path, fake
 
 
 def test_no_shipped_model_falls_back_with_a_note(tmp_path, fake_embedder, monkeypatch):
-    monkeypatch.setattr(logical, "SHIPPED_RERANKER", tmp_path / "missing-model")
+    import chatbot.pipeline
+
+    monkeypatch.setattr(chatbot.pipeline, "SHIPPED_RERANKER", tmp_path / "missing-model")
     services = make_services(tmp_path, fake_embedder, term_scorer="cross-encoder")
     services.__dict__["reranker"] = None  # as with rerank.kind=cross-encoder and no model (fusion stand-in)
 

@@ -60,8 +60,7 @@ from chatbot.logical.compose import (
 from chatbot.logical.detect import Detection, analyse
 from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
 from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, register_pipeline, timed
-from chatbot.settings import SHIPPED_RERANKER
-from chatbot.stages.rerank import CrossEncoderReranker, best_per_document
+from chatbot.stages.rerank import best_per_document
 from corpus.segmenter import embedding_text
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
@@ -507,36 +506,17 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
 
 def term_cross_encoder(services: Services, language: str) -> tuple[Any | None, str | None]:
-    """(cross-encoder, note) for ``term_scorer`` "cross-encoder": the configured reranker when it is one
-    (rerank.kind=cross-encoder: the same loaded model as the rerank stage), otherwise one built from the
-    rerank.* settings exactly as ``Services.reranker`` builds it (model_path or models/reranker, runtime,
-    max_length, max_chars) and kept on ``services``. None with the reason when the question's language is not
-    in rerank.cross_encoder_languages (ours reads English) or the shipped model is missing; a model_path that
-    does not exist is an error, as for the rerank stage."""
+    """(cross-encoder, note) for ``term_scorer`` "cross-encoder": ``services.cross_encoder``, the model the
+    rerank stage loads from the rerank.* settings (the same object when rerank.kind=cross-encoder). None with
+    the reason when the question's language is not in rerank.cross_encoder_languages (ours reads English) or
+    the shipped model is missing; a model_path that does not exist is an error, as for the rerank stage."""
     r = services.settings.rerank
     if language not in r.cross_encoder_languages and language != "unknown":
         return None, f"question language {language}: the cross-encoder reads {', '.join(r.cross_encoder_languages)}"
-    cached = services.__dict__.get("logical_cross_encoder")
-    if cached is not None:
-        return cached, None
-    model = None
-    if r.kind == "cross-encoder":
-        reranker = services.reranker
-        if getattr(reranker, "name", "") == "cross-encoder" and callable(getattr(reranker, "predict", None)):
-            model = reranker
+    model = services.cross_encoder
     if model is None:
-        if r.model_path is None and not (SHIPPED_RERANKER / "config.json").is_file():
-            return None, f"no cross-encoder model in {SHIPPED_RERANKER}"
-        model = CrossEncoderReranker(
-            r.model_path or SHIPPED_RERANKER,
-            threads=services.settings.embedding.threads,
-            max_chars=r.max_chars,
-            runtime=r.runtime,
-            max_length=r.max_length,
-        )
-    services.__dict__["logical_cross_encoder"] = model
+        return None, "no cross-encoder model (rerank.model_path is empty and models/reranker is missing)"
     return model, None
-
 
 def cross_encoder_rescore(
     query: Node,
