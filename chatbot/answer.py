@@ -295,3 +295,15 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
         any(h.segment.demo for h in result.top),
         composed.trace,
     )
+
+
+def fallback_warning(ans: dict[str, Any]) -> str | None:
+    """One line for a person when the pipeline that needed the LLM answered without it (None otherwise)."""
+    trace = ans.get("trace") or {}
+    fallback = trace.get("fallback")
+    if not isinstance(fallback, dict) or not fallback.get("to"):
+        return None
+    return (
+        f"the {trace.get('pipeline', 'LLM')} pipeline could not use the LLM ({fallback.get('kind', 'error')}: "
+        f"{fallback.get('reason', 'no reason recorded')}); this answer comes from {fallback['to']} retrieval"
+    )

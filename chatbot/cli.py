@@ -96,6 +96,15 @@ def _read_batch(path: Path) -> list[tuple[str, str]]:
     return items
 
 
+def _warn_fallback(ans: dict[str, Any], qid: str | None = None) -> None:
+    """Always on stderr (also with --json/--quiet): a pipeline that needed the LLM answered without it."""
+    from chatbot.answer import fallback_warning
+
+    warning = fallback_warning(ans)
+    if warning:
+        print(f"warning{f' [{qid}]' if qid else ''}: {warning}", file=sys.stderr, flush=True)
+
+
 def _print_stage(stage: str, ms: float | None) -> None:
     """Stage progress on stderr while `chatbot ask` waits (stdout keeps only the answer)."""
     print(f"  … {stage}" if ms is None else f"  ✓ {stage} {ms:.0f} ms", file=sys.stderr, flush=True)
@@ -115,6 +124,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             items = _read_batch(Path(args.batch))
             for qid, text in items:
                 ans = answer(text, services, args.pipeline)
+                _warn_fallback(ans, qid)
                 print(json.dumps({"id": qid, **ans}, ensure_ascii=False), flush=True)
             return 0
         if args.question is None:
@@ -129,11 +139,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    _warn_fallback(ans)
     if args.json:
         print(json.dumps(ans, ensure_ascii=False))
     else:
         _print_answer(ans, args.trace)
     return 0 if ans["status"] != "invalid_input" else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from chatbot.doctor import as_json, format_table, run_checks
+
+    checks = run_checks(_settings(), skip={"llm"} if args.skip_llm else set())
+    report = as_json(checks)
+    print(json.dumps(report, indent=2) if args.json else format_table(checks))
+    return 0 if report["ok"] else 1
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -242,6 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", default=None)
     p.set_defaults(func=cmd_ask)
 
+    p = sub.add_parser("doctor", help="check packages, models, index, database, chromium and the LLM; how to fix")
+    p.add_argument("--json", action="store_true", help="one JSON object: ok and the checks")
+    p.add_argument("--skip-llm", action="store_true", help="do not start the LLM server (the slowest check)")
+    p.set_defaults(func=cmd_doctor)
+
     p = sub.add_parser("eval", help="evaluation harness")
     esub = p.add_subparsers(dest="eval_command", required=True)
     r = esub.add_parser("retrieval", help="retrieval metrics on a BEIR-style folder")
@@ -264,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="override one setting for this run (repeatable, validated like chatbot.toml), e.g. "
         "--set hyde.samples=2, hyde.max_tokens=128, hyde.average_question=false, hyde.cot_calls=two, "
         "hyde.rerank_with=question+hydoc; one command per variant makes a sweep (give each its own --name)",
+    )
+    r.add_argument(
+        "--strict", action="store_true", help="exit 4 when any query fell back to naive because the LLM failed"
     )
     r.set_defaults(func=cmd_eval_retrieval)
     c = esub.add_parser("create", help="create a Likert evaluation session (answers generated once, frozen)")
@@ -309,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--collection", default=None)
     x.set_defaults(func=cmd_export_qrels)
 
-    from chatbot.llm import add_cli as add_llm_cli
+    from chatbot.llm_cli import add_cli as add_llm_cli
 
     add_llm_cli(sub)  # chatbot llm start|stop|status
     return parser

@@ -1,43 +1,28 @@
-"""LLM access, always through the ``openai`` client, and the embedded llama-server's lifecycle.
+"""LLM access, always through the ``openai`` client (explicit timeout and retries).
 
 ``LLMClient.complete(messages, max_tokens)`` talks to any OpenAI-compatible endpoint (``settings.llm``);
 every failure (endpoint down, past the timeout, HTTP error, unparsable answer) becomes one exception,
 ``LLMUnavailable``, whose ``kind`` says which (``down``, ``timeout``, ``error``, ``garbage``,
-``not-installed``), so a pipeline can fall back and say why.
-
-The embedded server is llama.cpp's own ``llama-server`` (scripts/build_llama_server.sh) serving the GGUF of
-``settings.llm.model_path`` on 127.0.0.1:``settings.llm.port``. Two ways to run it:
-
-- ``chatbot llm start`` starts it detached (its own session), records it in
-  ``data_dir/llm/llama-server-<port>.json`` and waits for ``/health``; ``chatbot llm stop`` ends it.
-- With ``llm.autostart``, the first LLM call of a process whose endpoint is the embedded one and does not
-  answer starts a server *owned* by that process: it is in its own process group, stopped at exit
-  (``atexit``), and gets SIGKILL from the kernel when its parent dies in any way, kill -9 included
-  (``prctl(PR_SET_PDEATHSIG)`` in ``preexec_fn``). PR_SET_PDEATHSIG fires when the *thread* that forked
-  exits, so the server must be spawned from a long-lived thread (the main thread in the CLI and harness).
+``not-installed``), so a pipeline can fall back and say why. For the embedded endpoint the client starts
+the server on demand (``chatbot.llm_server``) and smoke-checks it with a one-token completion before the
+first real call: a crash or a garbage reply is an error that names the cause and the fix.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import ctypes
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+
+from chatbot.llm_server import EmbeddedServer, LLMUnavailable, health, is_embedded_endpoint
 
 if TYPE_CHECKING:  # settings (pydantic) load lazily: `chatbot --help` stays instant
     from chatbot.settings import LLMSettings, Settings
+
+__all__ = ["LLMClient", "LLMUnavailable", "garbage_reason"]
 
 # Keyword arguments the openai client takes itself; any other goes into the request body (e.g. llama.cpp's
 # ``grammar``, ``cache_prompt``, ``n_probs``).
@@ -54,255 +39,20 @@ _OPENAI_KW = {
     "logit_bias",
 }
 
-
-class LLMUnavailable(RuntimeError):
-    """The LLM could not give a usable answer; ``kind`` is down, timeout, error, garbage or not-installed."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
+SMOKE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 
 
-# -- health and process helpers --------------------------------------------------------------------
-
-
-def server_root(base_url: str) -> str:
-    """http://host:port/v1 -> http://host:port (where llama-server answers /health)."""
-    root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
-
-
-def health(base_url: str, timeout: float = 1.0) -> bool:
-    """True when GET <root>/health answers 200 (llama-server answers 503 while loading the model)."""
-    try:
-        with urllib.request.urlopen(server_root(base_url) + "/health", timeout=timeout) as resp:  # noqa: S310
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def is_embedded_endpoint(llm: LLMSettings) -> bool:
-    """The endpoint is the one the embedded server would listen on (127.0.0.1:llm.port)."""
-    url = urlparse(llm.base_url)
-    return url.hostname in ("127.0.0.1", "localhost") and url.port == llm.port
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) is not alive for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _is_llama_server(pid: int) -> bool:
-    """Guards against pid reuse: only ever signal a process that is a llama-server."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read().split(b"\0")[:2]  # [binary, ...] or [interpreter, script, ...]
-    except OSError:
-        return False
-    return any(os.path.basename(a).startswith(b"llama-server") for a in argv)
-
-
-_PR_SET_PDEATHSIG = 1
-try:  # resolved in the parent: the forked child must not import or load anything
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # pragma: no cover - non-Linux
-    _prctl = None
-
-
-def _die_with_parent(parent_pid: int):
-    """preexec_fn: SIGKILL this child when its parent dies; exit at once if it already has."""
-
-    def preexec() -> None:  # runs in the child between fork and exec
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
-
-
-class EmbeddedServer:
-    """llama-server on 127.0.0.1:port serving one GGUF; started owned (dies with us) or detached."""
-
-    def __init__(self, llm: LLMSettings, data_dir: Path) -> None:
-        self.llm = llm
-        self.dir = Path(data_dir) / "llm"
-        self.proc: subprocess.Popen | None = None
-        self._atexit = False
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.llm.port}/v1"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.dir / f"llama-server-{self.llm.port}.json"
-
-    @property
-    def log_file(self) -> Path:
-        return self.dir / f"llama-server-{self.llm.port}.log"
-
-    def command(self) -> list[str]:
-        s = self.llm
-        return [
-            str(s.server_binary),
-            "--model",
-            str(s.model_path),
-            "--alias",
-            s.model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(s.port),
-            "--ctx-size",
-            str(s.ctx_size),
-            "--parallel",
-            str(s.slots),
-            "--threads",
-            str(s.threads),
-            "--threads-batch",
-            str(s.threads),
-            "--no-webui",
-        ]
-
-    def check_installed(self) -> None:
-        s = self.llm
-        if not Path(s.server_binary).exists():
-            raise LLMUnavailable(
-                "not-installed", f"llama-server not found at {s.server_binary}; run scripts/install_llm.py"
-            )
-        if not Path(s.model_path).exists():
-            raise LLMUnavailable("not-installed", f"model not found at {s.model_path}; run scripts/install_llm.py")
-
-    def spawn(self, owned: bool) -> subprocess.Popen:
-        """Start the server without waiting for it. owned: dies with this process (see module docstring)."""
-        self.check_installed()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        log = self.log_file.open("ab")
-        try:
-            kwargs: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": subprocess.STDOUT}
-            if owned:
-                kwargs.update(process_group=0, preexec_fn=_die_with_parent(os.getpid()))
-            else:
-                kwargs.update(start_new_session=True)
-            self.proc = subprocess.Popen(self.command(), **kwargs)  # noqa: S603
-        finally:
-            log.close()
-        self._write_pid_file(owned)
-        if owned and not self._atexit:
-            atexit.register(self.stop_owned)
-            self._atexit = True
-        return self.proc
-
-    def _write_pid_file(self, owned: bool) -> None:
-        assert self.proc is not None
-        record = {
-            "pid": self.proc.pid,
-            "port": self.llm.port,
-            "binary": str(self.llm.server_binary),
-            "model_path": str(self.llm.model_path),
-            "model": self.llm.model,
-            "owner_pid": os.getpid() if owned else None,
-            "started_at": time.time(),
-            "log": str(self.log_file),
-        }
-        tmp = self.pid_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-        tmp.replace(self.pid_file)
-
-    def read_pid_file(self) -> dict[str, Any] | None:
-        try:
-            return json.loads(self.pid_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-
-    def wait_healthy(self, timeout: float) -> None:
-        """Block until /health answers 200; raises LLMUnavailable if the process exits or time runs out."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if health(self.base_url, timeout=1.0):
-                return
-            if self.proc is not None and self.proc.poll() is not None:
-                raise LLMUnavailable("down", f"llama-server exited with code {self.proc.returncode}: {self.log_tail()}")
-            time.sleep(0.2)
-        raise LLMUnavailable("timeout", f"llama-server not healthy after {timeout:.0f} s (log: {self.log_file})")
-
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            return " | ".join(self.log_file.read_text(errors="replace").strip().splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop_owned(self) -> None:
-        """Stop the server this object started (atexit hook; safe to call twice)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        _terminate_group(self.proc.pid, wait=self.proc.wait)
-        rec = self.read_pid_file()
-        if rec and rec.get("pid") == self.proc.pid:
-            self.pid_file.unlink(missing_ok=True)
-
-    def stop_recorded(self) -> dict[str, Any]:
-        """Stop the server recorded in the pid file (``chatbot llm stop``)."""
-        rec = self.read_pid_file()
-        if rec is None:
-            return {"stopped": False, "reason": f"no pid file {self.pid_file}"}
-        pid = int(rec["pid"])
-        if not _pid_alive(pid) or not _is_llama_server(pid):
-            self.pid_file.unlink(missing_ok=True)
-            return {"stopped": False, "reason": f"pid {pid} is not running (stale pid file removed)"}
-        _terminate_group(pid)
-        self.pid_file.unlink(missing_ok=True)
-        return {"stopped": True, "pid": pid}
-
-    def status(self) -> dict[str, Any]:
-        rec = self.read_pid_file()
-        pid = int(rec["pid"]) if rec else None
-        running = bool(pid and _pid_alive(pid) and _is_llama_server(pid))
-        return {
-            "endpoint": self.base_url,
-            "healthy": health(self.base_url),
-            "pid": pid if running else None,
-            "owner_pid": rec.get("owner_pid") if rec and running else None,
-            "model_path": rec.get("model_path") if rec and running else str(self.llm.model_path),
-            "binary": str(self.llm.server_binary),
-            "installed": Path(self.llm.server_binary).exists() and Path(self.llm.model_path).exists(),
-            "pid_file": str(self.pid_file) if rec else None,
-            "log": str(self.log_file),
-        }
-
-
-def _terminate_group(pid: int, wait=None, grace_s: float = 5.0) -> None:
-    """SIGTERM the process group led by pid, then SIGKILL after grace_s."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if wait is not None:
-            try:
-                wait(timeout=0.1)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        if not _pid_alive(pid):
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    if wait is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            wait(timeout=2)
+def garbage_reason(text: str, completion_tokens: int | None) -> str | None:
+    """Why a smoke-check reply is unusable (None when it is a real token of text)."""
+    if completion_tokens is not None and completion_tokens < 1:
+        return "the server generated no token"
+    if not text.strip():
+        return "an empty reply"
+    if "\ufffd" in text:
+        return f"replacement characters (broken decoding): {text!a}"
+    if any(unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\n\t\r" for ch in text):
+        return f"control bytes: {text!a}"
+    return None
 
 
 # -- the client --------------------------------------------------------------------------------------
@@ -323,6 +73,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self._ready = False
         self._start_failure: tuple[float, LLMUnavailable] | None = None
+        self.smoke_reply: str | None = None  # the last smoke check's one token
 
     @classmethod
     def from_settings(cls, settings: Settings, data_dir: Path | None = None) -> LLMClient:
@@ -388,11 +139,32 @@ class LLMClient:
                 if self.server.proc is None or self.server.proc.poll() is not None:
                     self.server.spawn(owned=True)
                 self.server.wait_healthy(self.settings.startup_timeout_s)
+                self.smoke_reply = self.smoke_check()
             except LLMUnavailable as exc:
                 self._start_failure = (time.monotonic(), exc)
                 self.server.stop_owned()
                 raise
             self._ready = True
+
+    def smoke_check(self) -> str:
+        """One greedy one-token completion; returns its text. Raises LLMUnavailable naming the cause and the
+        fix when the server crashes on it (diagnosed from its exit) or answers garbage."""
+        try:
+            text, stats, _ = self._request(SMOKE_MESSAGES, max_tokens=1, temperature=0.0)
+        except LLMUnavailable as exc:
+            proc = self.server.proc
+            if proc is not None and proc.poll() is not None:  # it died answering: say why
+                raise LLMUnavailable("down", f"smoke check failed: {self.server.diagnose()}") from exc
+            raise LLMUnavailable(exc.kind, f"smoke check failed: {exc.message}") from exc
+        reason = garbage_reason(text, stats.get("completion_tokens"))
+        if reason is not None:
+            raise LLMUnavailable(
+                "garbage",
+                f"smoke check failed: {self.settings.base_url} answered a one-token completion with {reason}. "
+                "Fix: check the model file (llm.model_path) and rebuild the server for this CPU "
+                f"(`python -m chatbot.llm_runtime build --variant {self.settings.server_variant} --force`)",
+            )
+        return text
 
     def close(self) -> None:
         """Stop a server this client started (also done at exit)."""
@@ -473,10 +245,16 @@ class LLMClient:
         self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any
     ) -> tuple[str, dict[str, Any], Any]:
         """(text, stats, raw response) of one chat completion; every failure is an LLMUnavailable."""
+        self.ensure_ready()
+        return self._request(messages, max_tokens, temperature, **kw)
+
+    def _request(
+        self, messages: list[dict[str, str]], max_tokens: int, temperature: float = 0.0, **kw: Any
+    ) -> tuple[str, dict[str, Any], Any]:
+        """``_create`` without the readiness check (the smoke check runs inside it)."""
         import openai
         import pydantic
 
-        self.ensure_ready()
         extra = {k: kw.pop(k) for k in list(kw) if k not in _OPENAI_KW}
         start = time.perf_counter()
         try:
@@ -510,66 +288,3 @@ class LLMClient:
                 if k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
             }
         return text, stats, resp
-
-
-# -- `chatbot llm start|stop|status` -------------------------------------------------------------------
-
-
-def add_cli(sub) -> None:
-    """Register ``chatbot llm start|stop|status`` on the CLI's subparsers."""
-    p = sub.add_parser("llm", help="the embedded llama-server: start, stop, status")
-    lsub = p.add_subparsers(dest="llm_command", required=True)
-    s = lsub.add_parser("start", help="start llama-server detached and wait for /health")
-    s.add_argument("--model-path", type=Path, default=None, help="GGUF to serve (default: settings llm.model_path)")
-    s.add_argument("--port", type=int, default=None, help="default: settings llm.port")
-    s.set_defaults(func=_cmd_start)
-    s = lsub.add_parser("stop", help="stop the server recorded in the pid file")
-    s.add_argument("--port", type=int, default=None)
-    s.set_defaults(func=_cmd_stop)
-    s = lsub.add_parser("status", help="pid, health and model of the embedded server (JSON)")
-    s.add_argument("--port", type=int, default=None)
-    s.set_defaults(func=_cmd_status)
-
-
-def _server_for(args) -> EmbeddedServer:
-    from chatbot.settings import load_settings
-
-    settings = load_settings()
-    updates: dict[str, Any] = {}
-    if getattr(args, "port", None):
-        updates["port"] = args.port
-    if getattr(args, "model_path", None):
-        updates["model_path"] = args.model_path
-    llm = settings.llm.model_copy(update=updates)
-    return EmbeddedServer(llm, settings.paths.data_dir)
-
-
-def _cmd_start(args) -> int:
-    server = _server_for(args)
-    status = server.status()
-    if status["healthy"]:
-        print(json.dumps({"started": False, "reason": "already running", **status}))
-        return 0
-    try:
-        server.spawn(owned=False)
-        server.wait_healthy(server.llm.startup_timeout_s)
-    except LLMUnavailable as exc:
-        if server.proc is not None and server.proc.poll() is None:
-            _terminate_group(server.proc.pid, wait=server.proc.wait)
-        server.pid_file.unlink(missing_ok=True)
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps({"started": True, **server.status()}))
-    return 0
-
-
-def _cmd_stop(args) -> int:
-    result = _server_for(args).stop_recorded()
-    print(json.dumps(result))
-    return 0 if result["stopped"] else 1
-
-
-def _cmd_status(args) -> int:
-    status = _server_for(args).status()
-    print(json.dumps(status, indent=2))
-    return 0 if status["healthy"] else 1

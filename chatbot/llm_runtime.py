@@ -161,7 +161,9 @@ def build(
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
         options = _COMMON + VARIANTS[variant]
         print(f"configuring and building llama-server ({variant}, -j{jobs}); 10-20 min on 2 cores", flush=True)
-        _run_logged(["cmake", "-S", str(src), "-B", str(work / "build"), *generator, *options], work / "cfg.log", "cmake")
+        _run_logged(
+            ["cmake", "-S", str(src), "-B", str(work / "build"), *generator, *options], work / "cfg.log", "cmake"
+        )
         _run_logged(
             ["cmake", "--build", str(work / "build"), "--target", "llama-server", f"-j{jobs}"],
             work / "build.log",

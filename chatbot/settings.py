@@ -12,8 +12,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from chatbot import llm_runtime
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = PROJECT_ROOT / "corpus" / "demo" / "cards"
@@ -180,14 +182,6 @@ class RerankSettings(_Group):
     max_chars: int = Field(default=900, ge=50, description="Segment text cut to this before scoring (speed bound).")
 
 
-def _default_cache_dir() -> Path:
-    """Built binaries and model files (large, re-creatable): $CERTIFIED_CHATBOT_CACHE or the XDG cache."""
-    env = os.environ.get("CERTIFIED_CHATBOT_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "certified-chatbot"
-
-
 class LLMSettings(_Group):
     base_url: str = Field(
         default="http://127.0.0.1:8765/v1",
@@ -212,13 +206,31 @@ class LLMSettings(_Group):
         description="openai client retries (each costs up to timeout_s). 0: a local server that failed once "
         "will fail again; falling back at once is better for the waiting patient.",
     )
-    server_binary: Path = Field(
-        default_factory=lambda: _default_cache_dir() / "llama-server-11434" / "llama-server",
-        description="llama.cpp's llama-server, built once by scripts/build_llama_server.sh with this CPU's "
-        "native flags (a portable -DGGML_NATIVE=OFF build runs ~8x slower here).",
+    server_variant: Literal["native-noamx", "native", "portable"] = Field(
+        default="native-noamx",
+        description="llama-server build (chatbot.llm_runtime). native-noamx: this CPU's instructions without Intel "
+        "AMX, whose kernels crash llama.cpp 11434 on AMX CPUs; native: with AMX; portable: AVX2 only, slower "
+        "prompt reading (evaluation/results/llm-runtime.md).",
     )
+    repack: bool = Field(
+        default=False,
+        description="Let llama-server repack weights at load (its AMX/AVX-512 path). Off: --no-repack, which also "
+        "avoids the AMX crash and read prompts faster here (evaluation/results/llm-runtime.md).",
+    )
+    server_binary: Path | None = Field(
+        default=None,
+        description="llama.cpp's llama-server. Empty: this CPU's build of server_variant in the cache "
+        "(python -m chatbot.llm_runtime build), whose path hashes the CPU flags so another CPU rebuilds.",
+    )
+
+    @model_validator(mode="after")
+    def _resolve_server_binary(self) -> LLMSettings:
+        if self.server_binary is None:
+            self.server_binary = llm_runtime.binary_path(self.server_variant)
+        return self
+
     model_path: Path = Field(
-        default_factory=lambda: _default_cache_dir() / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        default_factory=lambda: llm_runtime.cache_dir() / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         description="GGUF served by the embedded server (scripts/install_llm.py). Qwen2.5-Coder-1.5B Q4_K_M: "
         "~16 tokens/s written, ~47 read on 2 cores, readable Italian, unreliable medical facts (its text is "
         "only used for retrieval). gemma-3-270m (--model gemma) is ~3x faster but writes fluent nonsense.",

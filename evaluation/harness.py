@@ -247,6 +247,7 @@ def evaluate(
                 "p50": round(percentile(latencies[name]["total"], 50), 1),
                 "p95": round(percentile(latencies[name]["total"], 95), 1),
             },
+            "llm_fallbacks": sum(fallbacks[name].values()),
         }
     summary["by_type"] = by_type(types, per_query, totals)
     stage_latency = {
@@ -327,14 +328,14 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         f"Embedder: {result['settings']['embedding']}; reranker: {result['settings']['rerank']['kind']}; "
         f"index: {json.dumps(result['index'])}",
         "",
-        "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms | LLM fallbacks |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p in pipes:
         s = summary["pipelines"][p]
         lines.append(
             f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
-            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} |"
+            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | {s.get('llm_fallbacks', 0)} |"
         )
     types = summary.get("by_type", {})
     if types:
@@ -453,4 +454,13 @@ def main_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(result["summary"]))
     else:
         print(report.read_text(encoding="utf-8"))
+    fell_back = sum(p.get("llm_fallbacks", 0) for p in result["summary"]["pipelines"].values())
+    if fell_back:
+        print(
+            f"warning: {fell_back} queries fell back to naive retrieval because the LLM failed "
+            f"({json.dumps(result['fallbacks'])}); see the report's fallback line",
+            file=sys.stderr,
+        )
+        if getattr(args, "strict", False):
+            return 4
     return 0

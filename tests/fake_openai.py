@@ -174,7 +174,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 port = int(sys.argv[sys.argv.index("--port") + 1])
 never = os.environ.get("FAKE_LLAMA_NEVER_HEALTHY") == "1"
+crash = os.environ.get("FAKE_LLAMA_CRASH", "")  # "start" or "answer": die with SIGSEGV, as on an AMX CPU
+garbage = os.environ.get("FAKE_LLAMA_GARBAGE") == "1"  # answer every completion with replacement characters
 started = time.monotonic()
+print("load_tensors: loading model (pid", os.getpid(), ")", flush=True)
+if crash == "start":
+    import signal
+    os.kill(os.getpid(), signal.SIGSEGV)
 
 
 class H(BaseHTTPRequestHandler):
@@ -195,7 +201,11 @@ class H(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if crash == "answer":
+            import signal
+            os.kill(os.getpid(), signal.SIGSEGV)
         text = "Tiredness often comes from poor sleep; good sleep habits help most people."
+        text = "\ufffd\ufffd" if garbage else text
         self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": text}}]})

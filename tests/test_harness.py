@@ -332,3 +332,39 @@ def test_cli_bad_override_exits_2_naming_it(tmp_path, capsys):
 
     assert rc == 2
     assert "error: --set 'hyde.samples=many': Input should be a valid integer" in capsys.readouterr().err
+
+
+def test_llm_fallbacks_are_counted_in_the_table_and_strict_exits_4(tmp_path, monkeypatch, capsys):
+    from chatbot import cli
+    from tests.fake_openai import closed_port
+
+    data = _beir(
+        tmp_path / "tiny",
+        DOCS,
+        {"q-sleep": "Why am I so tired?", "q-fever": "fever"},
+        {"q-sleep": {"d-sleep": 1}, "q-fever": {"d-fever": 1}},
+    )
+    real_evaluate = harness.evaluate
+
+    def with_fake_embedder(data, pipelines, limit, split, settings, log):
+        services = Services(settings, collection="tiny")
+        services.__dict__["embedder"] = FakeEmbedder()
+        return real_evaluate(data, pipelines, limit, split, settings=settings, services=services, log=log)
+
+    monkeypatch.setattr(harness, "evaluate", with_fake_embedder)
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    args = ["eval", "retrieval", "--data", str(data), "--pipeline", "hyde", "--pipeline", "dense", "--json"]
+    args += ["--out", str(tmp_path / "out"), "--set", f"paths.data_dir={tmp_path / 'store'}"]
+    args += ["--set", f"llm.base_url={dead}", "--set", "llm.autostart=false", "--set", "rerank.kind=none"]
+
+    assert cli.main(args) == 0
+    out = capsys.readouterr()
+    summary = json.loads(out.out)
+    assert summary["pipelines"]["hyde"]["llm_fallbacks"] == 2
+    assert summary["pipelines"]["dense"]["llm_fallbacks"] == 0
+    assert "warning: 2 queries fell back to naive retrieval because the LLM failed" in out.err
+    report = (tmp_path / "out" / "tiny.md").read_text()
+    assert "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms | LLM fallbacks |" in report
+    assert report.count(" | 2 |\n") == 1  # the hyde row's last column
+
+    assert cli.main([*args, "--strict"]) == 4

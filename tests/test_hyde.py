@@ -488,12 +488,9 @@ def test_every_prompt_documents_each_of_its_variables(path):
 
 @pytest.mark.integration
 def test_cot_with_the_real_llama_server_and_gemma(tmp_path):
-    from tests.test_llm import GEMMA, REAL_BINARY
+    from tests.test_llm import GEMMA, REAL_BINARY, require_real_llm
 
-    if not REAL_BINARY.exists():
-        pytest.skip(f"llama-server not built ({REAL_BINARY}): scripts/install_llm.py")
-    if not GEMMA.exists():
-        pytest.fail(f"{GEMMA} missing: run scripts/install_llm.py --model gemma")
+    require_real_llm()
     port = closed_port()
     services = make_services(tmp_path, f"http://127.0.0.1:{port}/v1", max_tokens=40, analysis_max_tokens=30)
     services.settings.llm = services.settings.llm.model_copy(

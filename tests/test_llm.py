@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from chatbot.llm import EmbeddedServer, LLMClient, LLMUnavailable, health, is_embedded_endpoint, server_root
+from chatbot import llm_runtime
+from chatbot.llm import LLMClient, LLMUnavailable
+from chatbot.llm_server import EmbeddedServer, health, is_embedded_endpoint, server_root
 from chatbot.settings import PROJECT_ROOT, Settings
 from tests.fake_openai import FAKE_LLAMA_SERVER, FakeOpenAIServer, closed_port
 
@@ -303,20 +305,24 @@ def test_stop_refuses_a_stale_pid_file(tmp_path):
 # -- the real llama-server and gemma-3-270m --------------------------------------------------------------
 
 
-def _cache() -> Path:
-    env = os.environ.get("CERTIFIED_CHATBOT_CACHE")
-    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "certified-chatbot"
+REAL_BINARY = llm_runtime.binary_path()  # this CPU's build of the default variant
+GEMMA = llm_runtime.cache_dir() / "models" / "gemma-3-270m-q4_k_m.gguf"
 
 
-REAL_BINARY = _cache() / "llama-server-11434" / "llama-server"
-GEMMA = _cache() / "models" / "gemma-3-270m-q4_k_m.gguf"
+def require_real_llm() -> None:
+    """The real-server tests never skip: without this CPU's build or the model they fail with the fix."""
+    if not REAL_BINARY.exists():
+        pytest.fail(
+            f"no llama-server {llm_runtime.DEFAULT_VARIANT} build for this CPU at {REAL_BINARY}: run "
+            f"`python -m chatbot.llm_runtime build` (or make llm); `chatbot doctor` checks the whole runtime"
+        )
+    if not GEMMA.exists():
+        pytest.fail(f"{GEMMA} missing: run scripts/install_llm.py --model gemma (or make llm)")
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not REAL_BINARY.exists(), reason=f"llama-server not built ({REAL_BINARY}): scripts/install_llm.py")
 def test_real_llama_server_with_gemma_answers_and_dies_with_its_owner(tmp_path):
-    if not GEMMA.exists():
-        pytest.fail(f"{GEMMA} missing: run scripts/install_llm.py --model gemma")
+    require_real_llm()
     port = closed_port()
     env = embedded_env(tmp_path, REAL_BINARY, port)
     env.update(

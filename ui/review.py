@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from chatbot.answer import fallback_warning
 from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
 from chatbot.store import repo
 from ui.security import require
@@ -46,6 +47,7 @@ def queue_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
                 " [flagged]" if r["flagged"] and not r["urgent"] else "",
                 " [thumbs down]" if r["feedback"] == -1 else " [thumbs up]" if r["feedback"] == 1 else "",
                 " [memory]" if r["answered_by"] == "memory" else "",
+                " [LLM fallback]" if r.get("llm_fallback") else "",
             ]
         )
         q = r["question"] if len(r["question"]) <= 90 else r["question"][:87] + "…"
@@ -81,6 +83,9 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             f"(threshold {memory.get('threshold')}), approval #{memory.get('approval_id')}: "
             f"“{memory.get('approved_question')}”"
         )
+    warning = fallback_warning({"trace": trace})
+    if warning:
+        lines.append(f"**LLM fallback:** {warning}")
     models = [f"{key}: `{trace[key]}`" for key in _MODEL_LABELS if trace.get(key)]
     if models:
         lines.append("**Models:** " + " · ".join(models))

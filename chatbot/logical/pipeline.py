@@ -518,6 +518,7 @@ def term_cross_encoder(services: Services, language: str) -> tuple[Any | None, s
         return None, "no cross-encoder model (rerank.model_path is empty and models/reranker is missing)"
     return model, None
 
+
 def cross_encoder_rescore(
     query: Node,
     names: list[str],

@@ -92,7 +92,9 @@ def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency
             approval_id=memory.get("approval_id") if memory.get("hit") else None,
             trace=trace,
             latency_ms=latency_ms,
-            flagged=bool(ans.get("urgent")) or ans.get("status") in ("no_certified_info", "safe_reply"),
+            flagged=bool(ans.get("urgent"))
+            or ans.get("status") in ("no_certified_info", "safe_reply")
+            or bool((ans.get("trace") or {}).get("fallback")),  # answered without the LLM its pipeline needs
         )
         s.add(turn)
         s.flush()
@@ -123,6 +125,7 @@ def _turn_row(t: Turn) -> dict[str, Any]:
         "feedback": t.feedback,
         "review_state": t.review_state,
         "answered_by": t.answered_by,
+        "llm_fallback": bool((t.trace or {}).get("fallback")),
     }
 
 
