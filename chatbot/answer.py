@@ -144,23 +144,24 @@ def _outcome(
     reply: str,
     status: str,
     *,
-    urgent_text: str | None,
+    urgent: dict[str, Any] | None,
     language: str,
     links: list[dict[str, str]] | None = None,
     trace: dict[str, Any],
     demo: bool | None = None,
 ) -> dict[str, Any]:
-    """The answer object: the urgent-care text always comes first in the reply."""
+    """The answer object: the urgent-care text (a certified urgent card) always comes first in the reply."""
+    urgent_text = (urgent or {}).get("urgent_message") if (urgent or {}).get("urgent") else None
     out: dict[str, Any] = {
         "question": question,
-        "reply": f"{urgent_text}\n\n{reply}" if urgent_text else reply,
+        "reply": (f"{urgent_text}\n\n{reply}" if reply else urgent_text) if urgent_text else reply,
         "links": links or [],
         "status": status,
         "urgent": urgent_text is not None,
         "language": language,
     }
     if urgent_text:
-        out["urgent_message"] = urgent_text
+        out.update({k: v for k, v in (urgent or {}).items() if k != "urgent"})
     if demo is not None:
         out["demo_content"] = demo
     out["trace"] = trace
@@ -168,6 +169,30 @@ def _outcome(
 
 
 def answer(question: Any, services: Services, pipeline: str | None = None) -> dict[str, Any]:
+    """The red-flag screen first, on the raw text (chatbot.stages.redflags), then ``_answer``. Whatever the
+    outcome (invalid, unsupported language, no certified info, a pipeline or LLM failure), an urgent message
+    gets the certified urgent card first: ``urgent``, ``urgent_message``, ``urgent_action``, ``urgent_links``."""
+    from chatbot.stages import redflags, safety
+
+    screen = redflags.screen(question, services.redflag_classifier)
+    text = redflags.raw_text(question)
+    language = safety.detect_language(text, services.settings.safety.language_min_evidence).reply_language
+    urgent = redflags.urgent_fields(screen, language, services.settings.safety.urgent_cards)
+    try:
+        ans = _answer(question, services, pipeline, screen, urgent)
+    except Exception as exc:
+        if not screen.urgent:
+            raise
+        ans = _outcome(
+            text, "", "error", urgent=urgent, language=language, trace={"error": f"{type(exc).__name__}: {exc}"}
+        )
+    ans.setdefault("trace", {}).setdefault("safety", {})["red_flag_screen"] = screen.trace()
+    return ans
+
+
+def _answer(
+    question: Any, services: Services, pipeline: str | None, screen: Any, urgent: dict[str, Any]
+) -> dict[str, Any]:
     """Answer with certified text only, the top-3 documents' fixed links, and a safety screen.
 
     status: answered (composed certified reply + links), no_certified_info (nothing relevant enough: no
@@ -187,22 +212,20 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
             raw,
             exc.bilingual,
             "invalid_input",
-            urgent_text=None,
+            urgent=urgent,
             language="unknown",
             trace={"error": str(exc), "safety": {"input": "invalid"}},
         )
     t0 = time.perf_counter()
     lang = sf.detect_language(text, cfg.language_min_evidence)
-    flags = sf.detect_red_flags(text)
     request = sf.detect_personal_request(text)
     signals = sf.injection_signals(text)
     query = sf.retrieval_text(text)
     reply_lang = lang.reply_language
-    urgent_text = sf.urgent_message(flags, reply_lang) if flags else None
     safety_trace: dict[str, Any] = {
         "language": lang.language,
         "language_scores": {k: v for k, v in lang.scores.items() if v},
-        "red_flags": [{"category": f.category, "evidence": list(f.evidence)} for f in flags],
+        "red_flags": [{"category": f.category, "evidence": list(f.evidence)} for f in screen.rule_flags],
         "personal_request": request,
         "injection_signals": signals,
         "retrieval_text": query if query != text else None,
@@ -213,7 +236,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
             text,
             sf.UNSUPPORTED_LANGUAGE,
             "invalid_input",
-            urgent_text=urgent_text,
+            urgent=urgent,
             language=lang.language,
             trace={"error": "unsupported language", "safety": safety_trace},
         )
@@ -222,7 +245,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
             text,
             sf.NO_CERTIFIED_INFO[reply_lang],
             "no_certified_info",
-            urgent_text=urgent_text,
+            urgent=urgent,
             language=reply_lang,
             trace={"safety": {**safety_trace, "relevance": "nothing left to search after removing links/markup"}},
         )
@@ -244,9 +267,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
             trace["validators"] = [
                 {"mode": a["mode"], **v} for a in compose_trace.get("attempts", []) for v in a.get("validators", [])
             ]
-        return _outcome(
-            text, reply, status, urgent_text=urgent_text, language=reply_lang, links=links, trace=trace, demo=demo
-        )
+        return _outcome(text, reply, status, urgent=urgent, language=reply_lang, links=links, trace=trace, demo=demo)
 
     if request is not None:
         links = certified_links(result.top) if relevant else []

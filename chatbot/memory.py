@@ -127,6 +127,18 @@ def question_language(text: str, services: Any) -> str | None:
     return guess.reply_language if guess.supported else None
 
 
+def _urgent_keys(question: Any, base: dict[str, Any], language: str, services: Any) -> dict[str, Any]:
+    """The urgent keys of a memory hit: the pipeline's (memory_checks_urgency), else the red-flag screen's
+    own (it never depends on the pipeline running)."""
+    keys = ("urgent", "urgent_message", "urgent_action", "urgent_links")
+    if base:
+        return {k: base[k] for k in keys if k in base}
+    from chatbot.stages import redflags
+
+    result = redflags.screen(question, services.redflag_classifier)
+    return redflags.urgent_fields(result, language, services.settings.safety.urgent_cards)
+
+
 def answer_with_memory(
     question: Any, services: Any, memory: CertifiedMemory | None, pipeline: str | None = None
 ) -> dict[str, Any]:
@@ -170,14 +182,18 @@ def answer_with_memory(
             }
             return base
     pipeline_trace = base.get("trace", {})
+    urgent = _urgent_keys(question, base, hit["language"], services)
     total = (time.perf_counter() - start) * 1000
+    reply = hit["reply"]
+    if urgent.get("urgent_message") and not reply.startswith(urgent["urgent_message"]):
+        reply = f"{urgent['urgent_message']}\n\n{reply}"
     return {
         "question": base.get("question", text),
-        "reply": hit["reply"],
+        "reply": reply,
         "links": hit["links"],
         "status": "answered",
-        "urgent": bool(base.get("urgent")) or bool(hit["urgent"]),
-        **({"urgent_message": base["urgent_message"]} if base.get("urgent_message") else {}),
+        **urgent,
+        "urgent": bool(urgent.get("urgent")) or bool(hit["urgent"]),
         "demo_content": bool(hit["demo_content"]),
         "language": hit["language"],
         "trace": {

@@ -86,6 +86,15 @@ class Services:
         )
 
     @cached_property
+    def redflag_classifier(self):
+        """The red-flag classifier (safety.redflag_model), or None: switched off, or no weights there (then
+        the red-flag screen runs on the hand-written rules alone; the answer trace says which ran)."""
+        from chatbot.stages.redflag_classifier import shipped_classifier
+
+        s = self.settings.safety
+        return shipped_classifier(str(s.redflag_model)) if s.redflag_classifier else None
+
+    @cached_property
     def reranker(self):
         """The configured reranker. rerank.kind=cross-encoder with no model_path and no models/reranker
         falls back to the fusion reranker, whose ``note`` (copied into the answer trace) says so."""

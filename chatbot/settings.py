@@ -466,8 +466,9 @@ class StoreSettings(_Group):
         default=True,
         description="Run the full pipeline even when memory answers, so urgency detection and the trace "
         "stay current (the pipeline's urgent flag wins, and its safety outcomes such as a personal-dosage "
-        "refusal are never replaced). False skips the pipeline on a memory hit: faster, but it also skips "
-        "the safety screen, and the urgent banner only reflects the approved answer.",
+        "refusal are never replaced). False skips the pipeline on a memory hit: faster; the red-flag screen "
+        "(chatbot.stages.redflags) still runs on the question, but other safety outcomes (personal dosage, "
+        "diagnosis) only reflect the approved answer.",
     )
 
 
@@ -650,6 +651,23 @@ class SafetySettings(_Group):
         ge=50,
         description="Longer questions are refused as invalid input (a patient question is rarely over a "
         "few hundred characters; a pasted document is not a question and costs encoder time).",
+    )
+    urgent_cards: Path = Field(
+        default=DEMO_CORPUS,
+        description="Folder whose cards with an urgent_action (emergency, poisoning, mental_health, "
+        "maternity_unit; one per action and language) give the certified urgent message and its links. A "
+        "missing card falls back to a fixed urgent text (the trace names it).",
+    )
+    redflag_classifier: bool = Field(
+        default=True,
+        description="Red-flag screen = hand-written rules OR the trained classifier (redflag_model). Off: "
+        "rules only, which missed emergencies worded differently from the rules (issue 20); the classifier "
+        "costs a few ms a question and raises some false alarms (models/redflags/README.md).",
+    )
+    redflag_model: Path = Field(
+        default=PROJECT_ROOT / "models" / "redflags",
+        description="Folder of the red-flag classifier (config.json + weights.npz, python -m "
+        "chatbot.training.redflags); without weights there the screen runs on the rules alone.",
     )
     language_min_evidence: float = Field(
         default=2.0,

@@ -170,6 +170,8 @@ def test_answer_on_an_empty_question_is_invalid_input(services, fake_embedder):
     assert result["reply"] == "Please type a question.\nScrivi una domanda."
     assert result["links"] == []
     assert result["urgent"] is False
+    screen = result["trace"]["safety"].pop("red_flag_screen")
+    assert (screen["urgent"], screen["actions"], screen["rules"]) == (False, [], [])
     assert result["trace"] == {"error": "Please type a question.", "safety": {"input": "invalid"}}
     assert fake_embedder.queries == []  # rejected before any retrieval
 

@@ -82,17 +82,25 @@ def test_a_generative_draft_streams_to_the_chat_then_the_validated_reply_replace
 
 
 def test_a_red_flag_question_shows_the_urgent_banner_with_the_first_draft(tmp_path, fake_llm):
-    from chatbot.stages.safety import URGENT_MESSAGE
+    from chatbot.stages.redflags import load_urgent_cards
 
+    card = load_urgent_cards()[("emergency", "en")]
     _, compute, stream = handlers(tmp_path, fake_llm, "generative")
 
     computed, streamed = ask(compute, stream, "My 3 week old baby has a fever, does a fever in a baby need a doctor?")
 
     first_draft_banner = computed[0][3]
     assert first_draft_banner["visible"] is True
-    assert first_draft_banner["value"] == f'<div class="urgent" role="alert">{URGENT_MESSAGE["en"]}</div>'
+    assert first_draft_banner["value"].startswith(
+        '<div class="urgent" role="alert"><p>URGENT: what you describe can be a medical emergency.'
+    )
+    assert first_draft_banner["value"].count("<p>") == 2
+    assert (
+        '<a href="https://www.nhs.uk/nhs-services/urgent-and-emergency-care-services/when-to-call-999/"'
+        in (first_draft_banner["value"])
+    )
     assert computed[0][0][-1]["metadata"]["title"] == DRAFT_TITLE
-    assert streamed[-1][0][-1]["content"].startswith(URGENT_MESSAGE["en"] + "\n\nA baby with a fever")
+    assert streamed[-1][0][-1]["content"].startswith(card.text + "\n\nA baby with a fever")
 
 
 def test_an_extractive_reply_has_no_draft(tmp_path, fake_llm):

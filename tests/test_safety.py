@@ -238,6 +238,7 @@ import json  # noqa: E402
 from chatbot.answer import answer  # noqa: E402
 from chatbot.settings import Settings  # noqa: E402
 from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences  # noqa: E402
+from chatbot.stages.redflags import load_urgent_cards  # noqa: E402
 from chatbot.stages.safety import NO_CERTIFIED_INFO, UNSUPPORTED_LANGUAGE  # noqa: E402
 from corpus.model import Document  # noqa: E402
 from tests.conftest import indexed_services  # noqa: E402
@@ -281,11 +282,17 @@ def _certified_sentences_only(reply: str) -> bool:
 
 def test_a_red_flag_puts_the_urgent_message_first_and_still_answers(services):
     result = answer("My 3 week old has a fever of 38.5, does a fever in a baby need a doctor?", services)
+    card = load_urgent_cards()[("emergency", "en")]
 
     assert result["urgent"] is True
     assert result["status"] == "answered"
-    assert result["reply"].startswith(URGENT_MESSAGE["en"] + "\n\n")
-    assert result["urgent_message"] == URGENT_MESSAGE["en"]
+    assert result["reply"].startswith(card.text + "\n\n")
+    assert result["urgent_message"] == card.text
+    assert result["urgent_action"] == "emergency"
+    assert result["urgent_links"][0] == {
+        "title": "Emergency: call 999 or 112 now",
+        "url": "https://www.nhs.uk/nhs-services/urgent-and-emergency-care-services/when-to-call-999/",
+    }
     assert result["links"][0]["url"] == "https://example.org/fever"
     assert result["trace"]["safety"]["red_flags"][0]["category"] == "feverish_or_floppy_newborn"
 
@@ -294,7 +301,9 @@ def test_an_italian_red_flag_gets_the_italian_urgent_message(services):
     result = answer("Il mio neonato ha la febbre a 38 ed è molle", services)
 
     assert result["urgent"] is True
-    assert result["reply"].startswith(URGENT_MESSAGE["it"])
+    assert result["reply"].startswith(load_urgent_cards()[("emergency", "it")].text)
+    assert result["reply"].startswith("URGENTE: quello che descrivi")
+    assert result["urgent_action"] == "emergency"
     assert result["language"] == "it"
 
 

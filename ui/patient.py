@@ -23,6 +23,7 @@ from ui.i18n import accept_language, detect_language, page_language, t
 log = logging.getLogger(__name__)
 
 CSS = """
+#urgent-banner .urgent a{color:#fff;text-decoration:underline}
 #urgent-banner .urgent{background:#b91c1c;color:#fff;padding:.9rem 1.1rem;border-radius:8px;font-weight:600;
 font-size:1.05rem}
 #disclaimer{font-size:.9rem;color:#374151}
@@ -76,20 +77,19 @@ def draft_message(preview: str, lang: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text, "metadata": {"title": t(lang, "draft"), "status": "pending"}}
 
 
-def early_urgent(message: Any, settings: Any) -> str | None:
-    """The urgent-care message for a red-flag question, as answer() will put first, known before the answer
-    is (the safety screen is cheap): shown with the draft, so a draft never comes before the urgent message."""
-    from chatbot.answer import InvalidQuestion, validate_question
+def early_urgent(message: Any, settings: Any, classifier: Any = None) -> dict[str, Any] | None:
+    """The urgent keys of a red-flag message (chatbot.stages.redflags: the certified urgent card in the
+    patient's language, its links), as answer() will put first, known before the answer is (the screen takes
+    milliseconds, on the raw text): shown with the draft, and even if answering fails."""
+    from chatbot.stages import redflags
     from chatbot.stages import safety as sf
 
-    try:
-        text = validate_question(message, settings.safety.max_question_chars)
-    except InvalidQuestion:
+    result = redflags.screen(message, classifier)
+    if not result.urgent:
         return None
-    flags = sf.detect_red_flags(text)
-    if not flags:
-        return None
-    return sf.urgent_message(flags, sf.detect_language(text, settings.safety.language_min_evidence).reply_language)
+    text = redflags.raw_text(message)
+    language = sf.detect_language(text, settings.safety.language_min_evidence).reply_language
+    return redflags.urgent_fields(result, language, settings.safety.urgent_cards)
 
 
 def shown_question(message: str, max_chars: int) -> str:
@@ -101,10 +101,19 @@ def shown_question(message: str, max_chars: int) -> str:
 
 
 def banner_html(ans: dict[str, Any] | None, lang: str) -> str:
+    """The red urgent banner: the certified urgent message (already in the patient's language) and its
+    fixed links; the page's own urgent sentence in ``lang`` when the answer carries no message."""
     if not ans or not ans.get("urgent"):
         return ""
     message = ans.get("urgent_message") or t(lang, "urgent")
-    return f'<div class="urgent" role="alert">{html.escape(message)}</div>'
+    paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in message.split("\n\n") if p.strip())
+    links = "".join(
+        f'<li><a href="{html.escape(link["url"])}" target="_blank" rel="noopener noreferrer">'
+        f"{html.escape(link['title'])}</a></li>"
+        for link in ans.get("urgent_links") or []
+        if str(link.get("url", "")).startswith(("https://", "http://"))
+    )
+    return f'<div class="urgent" role="alert">{paragraphs}{f"<ul>{links}</ul>" if links else ""}</div>'
 
 
 def build_patient_app(state: Any):
@@ -133,6 +142,13 @@ def build_patient_app(state: Any):
         lang = page_language(accept_language(headers.get("accept-language")))
         return gr.update(label=t(lang, "chat_label")), *page_text(lang)
 
+    def _safe_early_urgent(message: Any) -> dict[str, Any] | None:
+        try:
+            return early_urgent(message, state.settings, state.services.redflag_classifier)
+        except Exception:  # the answer's own screen still runs; the operator sees the traceback
+            log.exception("early red-flag screen failed")
+            return None
+
     def compute(message: str, history: list, conv: dict):
         """The CPU-bound part (memory + pipeline), under the answer concurrency limit. A generative reply's
         draft is shown while the LLM writes it, marked as a draft (masked preview, chatbot.stages.compose
@@ -157,8 +173,12 @@ def build_patient_app(state: Any):
             except Exception:  # the patient sees a plain message; the operator sees the traceback
                 log.exception("answer failed")
                 lang = detect_language(text)
+                urgent = _safe_early_urgent(message) or {"urgent": False}
+                reply = t(lang, "error")
+                if urgent.get("urgent_message"):
+                    reply = f"{urgent['urgent_message']}\n\n{reply}"
                 outcome["pending"] = {
-                    "ans": {"reply": t(lang, "error"), "links": [], "status": "error", "urgent": False},
+                    "ans": {"reply": reply, "links": [], "status": "error", **urgent},
                     "turn_id": None,
                     "lang": lang,
                 }
@@ -181,11 +201,11 @@ def build_patient_app(state: Any):
         def banner() -> dict:  # a fresh update per yield (Gradio consumes them)
             if not urgent:
                 return gr.update()
-            return gr.update(value=banner_html({"urgent": True, "urgent_message": urgent}, "en"), visible=True)
+            return gr.update(value=banner_html(urgent, detect_language(text)), visible=True)
 
         for preview in _newest(drafts):
             if draft is None:  # the first draft: a red-flag question shows the urgent banner with it
-                urgent = early_urgent(message, state.settings)
+                urgent = _safe_early_urgent(message)
             draft = draft_message(preview, detect_language(text))
             yield [*history, draft], conv, "", banner()
             time.sleep(DRAFT_INTERVAL_S)  # at most ~10 updates a second; the newest draft wins

@@ -1,0 +1,155 @@
+"""The red-flag classifier: a linear softmax head over hashed word and character n-grams (int8 weights).
+
+Multilingual by construction (no vocabulary: accents folded, character 3-5-grams inside words carry typos,
+missing accents, abbreviations and Italian/English morphology), a few milliseconds a message on one core,
+no model download. It scores the whole message and its parts (sentences, adjacent sentence pairs, word
+windows of long sentences) and keeps the part that looks most urgent, so an emergency buried in an
+ordinary question still counts. Trained by ``python -m chatbot.training.redflags`` (model card:
+``models/redflags/README.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chatbot.settings import PROJECT_ROOT
+from chatbot.stages.safety import fold
+
+SHIPPED_DIR = PROJECT_ROOT / "models" / "redflags"
+LABELS: tuple[str, ...] = ("none", "emergency", "poisoning", "mental_health", "maternity_unit")
+N_FEATURES = 1 << 18
+_WORD = re.compile(r"[a-z]+|\d+(?:[.,]\d+)?")
+_SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\s+(?=\b(?:but|ma|pero|però)\b)")
+WINDOW_WORDS, WINDOW_STEP = 16, 8
+MAX_UNITS = 64
+
+
+def normalise(text: str) -> str:
+    """Folded (lower case, no accents), digits kept, repeated letters squeezed to two ("helppp" → "helpp")."""
+    return re.sub(r"([a-z])\1{2,}", r"\1\1", fold(text))
+
+
+def features(text: str, n_features: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, values) of the hashed features of one text: word 1-2-grams and character 3-5-grams of each
+    word (with boundary marks), signed hashing, log counts, L2-normalised."""
+    words = _WORD.findall(normalise(text))
+    grams: list[str] = [f"w {w}" for w in words]
+    grams += [f"b {a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    for w in words:
+        if w.isdigit():
+            continue
+        padded = f"<{w}>"
+        for n in (3, 4, 5):
+            grams += [padded[i : i + n] for i in range(len(padded) - n + 1)]
+    if not grams:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    counts: dict[int, float] = {}
+    for g in grams:
+        h = zlib.crc32(g.encode("utf-8"))
+        idx = h % n_features
+        counts[idx] = counts.get(idx, 0.0) + (1.0 if (h >> 31) & 1 else -1.0)
+    idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    val = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
+    val = np.sign(val) * np.log1p(np.abs(val))
+    norm = float(np.linalg.norm(val))
+    return idx, (val / norm if norm else val)
+
+
+def units(text: str) -> list[str]:
+    """What gets scored: the whole text, each sentence, each pair of adjacent sentences and 16-word windows
+    (step 8) of any sentence longer than that; at most MAX_UNITS, the whole text first."""
+    text = " ".join(text.split())
+    out = [text]
+    sentences = [s for s in _SENTENCE.split(text) if s and s.strip() and s.strip().lower() not in ("but", "ma")]
+    if len(sentences) > 1:
+        out += sentences
+        out += [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
+    for s in sentences or [text]:
+        words = s.split()
+        if len(words) > WINDOW_WORDS + 4:
+            starts = range(0, len(words) - WINDOW_WORDS // 2, WINDOW_STEP)
+            out += [" ".join(words[i : i + WINDOW_WORDS]) for i in starts]
+    seen: dict[str, None] = {}
+    for u in out:
+        seen.setdefault(u, None)
+    return list(seen)[:MAX_UNITS]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    urgent_score: float  # 1 - P(none) of the most urgent unit
+    scores: dict[str, float]  # P(action) in that unit
+    fired: tuple[str, ...]  # the predicted action when urgent_score >= threshold
+    threshold: float
+    unit: str  # the part of the message that scored highest
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "urgent_score": round(self.urgent_score, 4),
+            "threshold": self.threshold,
+            "fired": list(self.fired),
+            "scores": {k: round(v, 4) for k, v in self.scores.items()},
+            "unit": self.unit[:200],
+        }
+
+
+class RedFlagClassifier:
+    """Linear softmax head: logits = W·x + b with W stored int8 (one scale per class)."""
+
+    def __init__(self, weights: np.ndarray, bias: np.ndarray, threshold: float, meta: dict[str, Any] | None = None):
+        if weights.shape[0] != len(LABELS) or bias.shape != (len(LABELS),):
+            raise ValueError(f"expected {len(LABELS)} classes {LABELS}, got weights {weights.shape}")
+        self.weights = np.ascontiguousarray(weights.T, dtype=np.float32)  # (n_features, classes) for gathers
+        self.bias = bias.astype(np.float32)
+        self.threshold = float(threshold)
+        self.meta = meta or {}
+        self.n_features = weights.shape[1]
+
+    @classmethod
+    def load(cls, folder: Path) -> RedFlagClassifier:
+        folder = Path(folder)
+        meta = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if tuple(meta["labels"]) != LABELS:
+            raise ValueError(f"{folder}: labels {meta['labels']} differ from {list(LABELS)}")
+        with np.load(folder / "weights.npz") as z:
+            q, scale, bias = z["weights_int8"], z["scales"], z["bias"]
+        weights = q.astype(np.float32) * scale[:, None].astype(np.float32)
+        return cls(weights, bias, meta["threshold"], meta)
+
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        """Softmax over LABELS for each text."""
+        out = np.empty((len(texts), len(LABELS)), dtype=np.float32)
+        for i, t in enumerate(texts):
+            idx, val = features(t, self.n_features)
+            logits = self.bias + (val @ self.weights[idx] if len(idx) else 0.0)
+            e = np.exp(logits - logits.max())
+            out[i] = e / e.sum()
+        return out
+
+    def predict(self, text: str) -> Prediction:
+        parts = units(text)
+        probs = self.probabilities(parts)
+        best = int(np.argmax(1.0 - probs[:, 0]))
+        p = probs[best]
+        urgent = float(1.0 - p[0])
+        scores = {label: float(p[i]) for i, label in enumerate(LABELS) if label != "none"}
+        action = max(scores, key=lambda a: scores[a])
+        fired = (action,) if urgent >= self.threshold else ()
+        return Prediction(urgent, scores, fired, self.threshold, parts[best])
+
+
+@lru_cache(maxsize=1)
+def shipped_classifier(folder: str = str(SHIPPED_DIR)) -> RedFlagClassifier | None:
+    """The classifier shipped in models/redflags, or None when its weights are absent (rules only)."""
+    path = Path(folder)
+    if not (path / "weights.npz").exists():
+        return None
+    return RedFlagClassifier.load(path)

@@ -1,0 +1,227 @@
+"""The red-flag screen: run first, on the raw text, whatever happens to the question afterwards.
+
+- The taxonomy: four urgent actions, each with a certified card in the corpus (``urgent_action`` in the
+  card's front matter, one card per action and language, with its links):
+  ``emergency`` (call 112 / 118 / 999), ``poisoning`` (emergency number and poison centre; do not make the
+  child vomit), ``mental_health`` (emergency number, do not stay alone, a crisis line) and
+  ``maternity_unit`` (call your maternity unit now). Every rule category of ``chatbot.stages.safety`` maps
+  to exactly one action (``CATEGORY_ACTION``); the classifier predicts the actions directly.
+- ``screen(raw)``: today's hand-written rules OR the trained classifier (``redflag_classifier``), either
+  one firing is enough; the primary action is the one with the highest score (a rule counts as 1.0).
+- ``urgent_fields(screen, language)``: the answer object's urgent keys (``urgent``, ``urgent_message``,
+  ``urgent_action``, ``urgent_links``) from the cards, in the patient's language.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from chatbot.settings import DEMO_CORPUS
+from chatbot.stages import safety as sf
+
+# Order = priority when two actions score the same.
+ACTIONS: tuple[str, ...] = ("mental_health", "poisoning", "emergency", "maternity_unit")
+
+# Each rule category of chatbot.stages.safety -> one action (NHS "call 999" vs "call your maternity unit").
+CATEGORY_ACTION: dict[str, str] = {
+    "bleeding_in_pregnancy": "maternity_unit",
+    "severe_pain_in_pregnancy": "maternity_unit",
+    "reduced_fetal_movements": "maternity_unit",
+    "waters_breaking_early": "maternity_unit",
+    "severe_headache_with_visual_disturbance": "maternity_unit",
+    "chest_pain_or_breathing": "emergency",
+    "stroke_signs": "emergency",
+    "seizure": "emergency",
+    "feverish_or_floppy_newborn": "emergency",
+    "collapse": "emergency",
+    "self_harm_or_harming_the_baby": "mental_health",
+    "overdose": "poisoning",
+}
+
+RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
+MAX_SCREEN_CHARS = 60_000  # beyond this a message is not a patient's question; its start is screened
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The screen's verdict on one message."""
+
+    urgent: bool
+    actions: tuple[str, ...] = ()  # fired actions, primary first
+    rule_flags: tuple[sf.RedFlag, ...] = ()
+    classifier: dict[str, Any] | None = None  # scores, threshold, the unit that scored highest
+    ms: float = 0.0
+
+    @property
+    def action(self) -> str | None:
+        return self.actions[0] if self.actions else None
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "urgent": self.urgent,
+            "actions": list(self.actions),
+            "rules": [
+                {"category": f.category, "action": CATEGORY_ACTION[f.category], "evidence": list(f.evidence)}
+                for f in self.rule_flags
+            ],
+            "classifier": self.classifier,
+            "ms": round(self.ms, 2),
+        }
+
+
+def raw_text(question: Any) -> str:
+    """Whatever the patient sent, as text the screen can read (never raises): bytes decoded, control
+    characters dropped, spaces collapsed; anything else that is not text screens as empty."""
+    if isinstance(question, bytes | bytearray):
+        question = bytes(question).decode("utf-8", errors="replace")
+    if not isinstance(question, str):
+        return ""
+    text = unicodedata.normalize("NFC", question[: MAX_SCREEN_CHARS * 2])
+    text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in text).replace("\ufffd", " ")
+    return " ".join(text.split())[:MAX_SCREEN_CHARS]
+
+
+def rule_flags(text: str) -> list[sf.RedFlag]:
+    """The hand-written rules over the whole text, in overlapping chunks when it is long."""
+    if len(text) <= RULE_CHUNK_CHARS:
+        return sf.detect_red_flags(text)
+    seen: dict[str, sf.RedFlag] = {}
+    step = RULE_CHUNK_CHARS // 2
+    for start in range(0, len(text), step):
+        for flag in sf.detect_red_flags(text[start : start + RULE_CHUNK_CHARS]):
+            seen.setdefault(flag.category, flag)
+        if start + RULE_CHUNK_CHARS >= len(text):
+            break
+    return list(seen.values())
+
+
+_DEFAULT = object()
+
+
+def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
+    """Rules OR classifier on the raw message. ``classifier``: a ``RedFlagClassifier``, None for rules only,
+    or (default) the shipped one when its weights are present."""
+    start = time.perf_counter()
+    text = raw_text(question)
+    if not text.strip():
+        return Screen(False, ms=(time.perf_counter() - start) * 1000)
+    if classifier is _DEFAULT:
+        from chatbot.stages.redflag_classifier import shipped_classifier
+
+        classifier = shipped_classifier()
+    flags = rule_flags(text)
+    scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
+    for flag in flags:
+        scores[CATEGORY_ACTION[flag.category]] = 1.0
+    info: dict[str, Any] | None = None
+    if classifier is not None:
+        result = classifier.predict(text)
+        info = result.trace()
+        for action in result.fired:
+            scores[action] = max(scores[action], result.scores[action])
+    fired = [a for a in ACTIONS if scores[a] > 0]
+    fired.sort(key=lambda a: (-scores[a], ACTIONS.index(a)))
+    return Screen(bool(fired), tuple(fired), tuple(flags), info, (time.perf_counter() - start) * 1000)
+
+
+# -- the certified urgent cards ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UrgentCard:
+    action: str
+    language: str
+    doc_id: str
+    title: str
+    text: str  # the card's body without its Markdown heading
+    links: tuple[dict[str, str], ...] = field(default_factory=tuple)
+    demo: bool = False
+
+
+class UrgentCardError(ValueError):
+    """An urgent card that is malformed or missing."""
+
+
+def read_urgent_card(path: Path) -> UrgentCard | None:
+    """The urgent card in this Markdown file (same format as every card, plus ``urgent_action`` and
+    ``links``), or None when the file is an ordinary card."""
+    import yaml
+
+    from corpus.importers import read_markdown_file
+
+    doc = read_markdown_file(path)  # the corpus's own checks: id, http(s) source_url, text
+    meta = yaml.safe_load(path.read_text(encoding="utf-8").split("\n---", 1)[0].lstrip("-\n")) or {}
+    action = meta.get("urgent_action")
+    if action is None:
+        return None
+    if action not in ACTIONS:
+        raise UrgentCardError(f"{path}: urgent_action {action!r} is not one of {', '.join(ACTIONS)}")
+    links = [{"title": doc.title, "url": doc.source_url}]
+    for item in meta.get("links") or []:
+        if not isinstance(item, dict) or not str(item.get("url", "")).startswith(("http://", "https://")):
+            raise UrgentCardError(f"{path}: every entry of links needs a title and an http(s) url: {item!r}")
+        links.append({"title": str(item.get("title") or item["url"]), "url": str(item["url"])})
+    unique = list({link["url"]: link for link in reversed(links)}.values())[::-1]
+    body = "\n".join(line for line in doc.text.strip().splitlines() if not line.startswith("#")).strip()
+    body = "\n\n".join(" ".join(p.split()) for p in body.split("\n\n") if p.strip())
+    return UrgentCard(action, doc.language, doc.id, doc.title, body, tuple(unique), doc.demo)
+
+
+@lru_cache(maxsize=8)
+def load_urgent_cards(folder: Path = DEMO_CORPUS) -> dict[tuple[str, str], UrgentCard]:
+    """Every urgent card in the folder by (action, language)."""
+    cards: dict[tuple[str, str], UrgentCard] = {}
+    for path in sorted(Path(folder).rglob("*.md")):
+        if path.name.lower() == "readme.md":
+            continue
+        try:
+            card = read_urgent_card(path)
+        except UrgentCardError:
+            raise
+        except Exception:  # noqa: BLE001 - an ordinary card the corpus importer reports on its own
+            continue
+        if card is not None:
+            key = (card.action, card.language)
+            if key in cards:
+                raise UrgentCardError(f"two urgent cards for {key}: {cards[key].doc_id} and {card.doc_id}")
+            cards[key] = card
+    return cards
+
+
+def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> dict[str, Any]:
+    """The answer object's urgent keys: the primary action's certified card first (its first paragraph
+    for any other action fired), in the patient's language (English for any language but Italian); the
+    fixed text of ``safety.urgent_message`` if a card is missing."""
+    if not result.urgent:
+        return {"urgent": False}
+    lang = "it" if language == "it" else "en"
+    try:
+        cards = load_urgent_cards(Path(folder))
+    except (OSError, UrgentCardError):
+        cards = {}
+    parts: list[str] = []
+    links: list[dict[str, str]] = []
+    missing = []
+    for i, action in enumerate(result.actions):
+        card = cards.get((action, lang)) or cards.get((action, "en"))
+        if card is None:
+            missing.append(action)
+            continue
+        parts.append(card.text if i == 0 else card.text.split("\n\n")[0])
+        links.extend(link for link in card.links if link["url"] not in {x["url"] for x in links})
+    if not parts:
+        parts.append(sf.URGENT_MESSAGE[lang])
+    out: dict[str, Any] = {
+        "urgent": True,
+        "urgent_message": "\n\n".join(parts),
+        "urgent_action": result.action,
+        "urgent_links": links,
+    }
+    if missing:
+        out["urgent_cards_missing"] = missing
+    return out

@@ -1,0 +1,283 @@
+"""The red-flag screen (chatbot.stages.redflags): taxonomy, certified urgent cards, never skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chatbot.answer import answer
+from chatbot.memory import CertifiedMemory, answer_with_memory
+from chatbot.settings import DEMO_CORPUS, Settings
+from chatbot.stages import redflags
+from chatbot.stages.redflags import (
+    ACTIONS,
+    CATEGORY_ACTION,
+    Screen,
+    UrgentCardError,
+    load_urgent_cards,
+    read_urgent_card,
+    screen,
+    urgent_fields,
+)
+from chatbot.stages.safety import RED_FLAG_RULES
+from chatbot.store import auth, repo
+from chatbot.store.db import open_store
+from corpus.importers import read_corpus
+from corpus.model import Document
+from tests.conftest import indexed_services
+
+DOCS = [
+    Document("fever", "Fever in babies", "https://example.org/fever", "A fever in a baby needs a doctor. " * 3),
+    Document("asthma", "Asthma at night", "https://example.org/asthma", "Asthma gets worse at night. " * 3),
+]
+
+
+@pytest.fixture
+def services(tmp_path, fake_embedder):
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "redflag-tests"},
+        retrieval={"pipeline": "dense"},
+        embedding={"model": "minilm"},
+        safety={"redflag_classifier": False},  # the rules alone: these tests do not depend on trained weights
+    )
+    return indexed_services(settings, fake_embedder, DOCS, 200, 10)
+
+
+# -- taxonomy and cards ---------------------------------------------------------------------------------
+
+
+def test_every_rule_category_maps_to_one_of_the_four_actions():
+    assert set(CATEGORY_ACTION) == set(RED_FLAG_RULES)
+    assert set(CATEGORY_ACTION.values()) == set(ACTIONS)
+    assert ACTIONS == ("mental_health", "poisoning", "emergency", "maternity_unit")
+
+
+def test_each_action_has_a_certified_card_in_both_languages_with_links():
+    cards = load_urgent_cards()
+
+    assert sorted(cards) == sorted((a, lang) for a in ACTIONS for lang in ("en", "it"))
+    for (action, lang), card in cards.items():
+        assert card.doc_id == f"{lang}-urgent-{action.replace('_', '-')}"
+        assert card.demo is True
+        assert len(card.links) >= 3
+        assert all(link["url"].startswith("https://") for link in card.links)
+        assert card.text.startswith("URGENT:" if lang == "en" else "URGENTE:")
+    assert "112" in cards[("emergency", "it")].text and "118" in cards[("emergency", "it")].text
+    assert "999" in cards[("emergency", "en")].text
+    assert "Do not make the child" in cards[("poisoning", "en")].text
+    assert "Centro Antiveleni" in cards[("poisoning", "it")].text
+    assert "Non far vomitare" in cards[("poisoning", "it")].text
+    assert "116 123" in cards[("mental_health", "en")].text
+    assert "Do not stay alone" in cards[("mental_health", "en")].text
+    assert "Telefono Amico" in cards[("mental_health", "it")].text
+    assert "Non restare da sola" in cards[("mental_health", "it")].text
+    assert "call your maternity unit" in cards[("maternity_unit", "en")].text
+    assert "punto nascita" in cards[("maternity_unit", "it")].text
+
+
+def test_the_urgent_cards_are_ordinary_corpus_cards_too():
+    result = read_corpus([DEMO_CORPUS])
+
+    assert result.problems == []
+    ids = {d.id for d in result.documents}
+    assert {"en-urgent-emergency", "it-urgent-poisoning", "it-urgent-mental-health"} <= ids
+
+
+def test_a_card_with_an_unknown_action_or_a_bad_link_is_refused(tmp_path: Path):
+    head = "---\nid: x\ntitle: X\nsource_url: https://example.org/x\nlanguage: en\n"
+    (tmp_path / "a.md").write_text(head + "urgent_action: panic\n---\n# X\n\nCall.\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text(
+        head + "urgent_action: emergency\nlinks:\n  - title: bad\n    url: javascript:alert(1)\n---\n# X\n\nCall.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "c.md").write_text(head + "---\n# X\n\nAn ordinary card.\n", encoding="utf-8")
+
+    with pytest.raises(UrgentCardError, match=r"urgent_action 'panic' is not one of mental_health, poisoning"):
+        read_urgent_card(tmp_path / "a.md")
+    with pytest.raises(UrgentCardError, match=r"needs a title and an http\(s\) url"):
+        read_urgent_card(tmp_path / "b.md")
+    assert read_urgent_card(tmp_path / "c.md") is None
+
+
+def test_urgent_fields_primary_card_first_then_the_others_first_paragraph():
+    cards = load_urgent_cards()
+    out = urgent_fields(Screen(True, ("poisoning", "mental_health")), "it")
+
+    assert out["urgent_action"] == "poisoning"
+    assert out["urgent_message"] == (
+        cards[("poisoning", "it")].text + "\n\n" + cards[("mental_health", "it")].text.split("\n\n")[0]
+    )
+    urls = [link["url"] for link in out["urgent_links"]]
+    assert urls[:3] == [link["url"] for link in cards[("poisoning", "it")].links]
+    assert len(urls) == len(set(urls))
+    assert urgent_fields(Screen(False), "it") == {"urgent": False}
+
+
+def test_a_missing_card_falls_back_to_the_fixed_text(tmp_path):
+    from chatbot.stages.safety import URGENT_MESSAGE
+
+    out = urgent_fields(Screen(True, ("emergency",)), "en", tmp_path)
+
+    assert out["urgent_message"] == URGENT_MESSAGE["en"]
+    assert out["urgent_links"] == [] and out["urgent_cards_missing"] == ["emergency"]
+
+
+# -- the screen per category, both languages, typos and third person (rules alone) -----------------------
+
+RULE_CASES = [
+    ("emergency", "my wife is 36 weeks pregnant and having a seizure"),
+    ("emergency", "mia moglie ha le convulsioni, è incinta di 8 mesi"),
+    ("emergency", "my newborn is floppy and wont wake up"),
+    ("emergency", "il mio neonato e molle e non si sveglia"),  # no accents
+    ("emergency", "I cant breathe and my chest hurts"),
+    ("poisoning", "I took too many paracetamol tablets"),
+    ("poisoning", "Mia figlia ha ingerito una pila"),
+    ("poisoning", "my son swallowed bleach"),
+    ("poisoning", "ho preso troppe pastiglie di tachipirina"),
+    ("mental_health", "I want to kill myself"),
+    ("mental_health", "Voglio farla finita"),
+    ("mental_health", "my wife has thoughts of harming our baby"),
+    ("mental_health", "ho pensieri di fare del male al mio bambino"),
+    ("maternity_unit", "my baby isnt movin as much as normal"),  # typo
+    ("maternity_unit", "Non sento più muovere il bambino da ieri"),
+    ("maternity_unit", "my waters broke and I'm only 32 weeks"),
+    ("maternity_unit", "mi si sono rotte le acque a 34 settimane"),
+]
+
+
+@pytest.mark.parametrize(("action", "text"), RULE_CASES)
+def test_the_rules_map_each_case_to_its_action(action, text):
+    result = screen(text, classifier=None)
+
+    assert result.urgent is True
+    assert result.action == action
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What are the symptoms of pre-eclampsia?",
+        "Quali sono i sintomi della preeclampsia?",
+        "Can my baby sleep in my bed?",
+        "Until what week can I fly?",
+        "What is a febrile seizure?",
+    ],
+)
+def test_informational_questions_do_not_fire_the_rules(text):
+    result = screen(text, classifier=None)
+
+    assert (result.urgent, result.actions, result.rule_flags) == (False, (), ())
+
+
+def test_a_long_message_is_screened_to_its_end():
+    filler = "I have a question about weaning and which vegetables to start with for my baby. " * 40
+    text = filler + "Also I took too many paracetamol tablets an hour ago."
+
+    assert len(text) > 3000
+    assert screen(text, classifier=None).action == "poisoning"
+
+
+def test_screen_reads_anything_without_raising():
+    assert screen(None, classifier=None).urgent is False
+    assert screen(b"I want to kill myself", classifier=None).action == "mental_health"
+    assert screen("\x00\x01 I want to\x07 kill myself", classifier=None).action == "mental_health"
+
+
+class _FakeClassifier:
+    def __init__(self, action: str | None, score: float = 0.9) -> None:
+        self.action, self.score = action, score
+
+    def predict(self, text):
+        from chatbot.stages.redflag_classifier import Prediction
+
+        scores = {a: (self.score if a == self.action else 0.01) for a in ACTIONS}
+        fired = (self.action,) if self.action else ()
+        return Prediction(self.score if self.action else 0.02, scores, fired, 0.5, text)
+
+
+def test_rules_or_classifier_either_one_is_enough_and_a_rule_wins_the_primary_action():
+    assert screen("my tummy feels odd", _FakeClassifier("maternity_unit")).actions == ("maternity_unit",)
+    assert screen("I want to kill myself", _FakeClassifier(None)).actions == ("mental_health",)
+    both = screen("I want to kill myself", _FakeClassifier("emergency", 0.95))
+    assert both.actions == ("mental_health", "emergency")
+    assert both.trace()["classifier"]["fired"] == ["emergency"]
+
+
+# -- never skipped -----------------------------------------------------------------------------------------
+
+
+def test_an_over_long_emergency_is_invalid_input_but_urgent_first(services):
+    text = "I have a long story about my pregnancy. " * 60 + "Now I am bleeding heavily at 30 weeks pregnant."
+    result = answer(text, services)
+
+    assert result["status"] == "invalid_input"
+    assert result["urgent"] is True and result["urgent_action"] == "maternity_unit"
+    assert result["reply"].startswith(load_urgent_cards()[("maternity_unit", "en")].text + "\n\n")
+    assert "too long" in result["reply"]
+
+
+def test_an_emergency_in_another_language_still_gets_the_card(services):
+    result = answer("Quiero suicidarme, no quiero vivir. I want to kill myself", services)
+
+    assert result["urgent"] is True and result["urgent_action"] == "mental_health"
+
+
+def test_a_pipeline_failure_still_returns_the_urgent_card(services, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("index down")
+
+    monkeypatch.setattr("chatbot.answer.run_pipeline", broken)
+    result = answer("Il mio bambino ha le convulsioni", services)
+
+    assert result["status"] == "error"
+    assert result["urgent"] is True and result["urgent_action"] == "emergency"
+    assert result["reply"] == load_urgent_cards()[("emergency", "it")].text
+    assert result["trace"]["error"] == "RuntimeError: index down"
+    with pytest.raises(RuntimeError, match="index down"):  # a non-urgent question fails as before
+        answer("asthma at night", services)
+
+
+def test_an_answer_carries_every_urgent_key_and_keeps_the_old_ones(services):
+    result = answer("my baby isnt movin as much as normal, 34 weeks", services)
+
+    assert {"question", "reply", "links", "status", "urgent", "language", "trace"} <= set(result)
+    assert result["urgent_action"] == "maternity_unit"
+    assert result["urgent_links"][0]["url"] == "https://www.nhs.uk/pregnancy/keeping-well/your-babys-movements/"
+    assert result["trace"]["safety"]["red_flag_screen"]["actions"] == ["maternity_unit"]
+    assert result["trace"]["safety"]["red_flag_screen"]["classifier"] is None
+    assert "urgent_action" not in answer("asthma at night", services)
+
+
+def test_a_memory_hit_without_the_pipeline_still_runs_the_screen(services, tmp_path, fake_embedder, monkeypatch):
+    store = open_store(services.settings)
+    memory = CertifiedMemory(store, services, fake_embedder)
+    who = auth.Principal(auth.add_user(store, "clara", "long-password", "clinician"), "clara", "clinician")
+    first = answer_with_memory("asthma at night and I want to kill myself", services, memory)
+    tid = repo.record_turn(store, "conv", first)
+    links = first["links"][:1]
+    repo.record_review(
+        store, who, tid, "approved", "ok",
+        approval={"reply": "Approved asthma answer.", "links": links, "segment_ids": [x["segment_id"] for x in links],
+                  "language": "en", **memory.approval_fields("asthma at night")},
+    )  # fmt: skip
+    services.settings.store.memory_checks_urgency = False
+    monkeypatch.setattr("chatbot.memory.answer", lambda *a, **k: pytest.fail("pipeline called"))
+
+    hit = answer_with_memory("asthma at night and I want to kill myself", services, memory)
+
+    assert hit["trace"]["answered_by"] == "memory"
+    assert hit["urgent"] is True and hit["urgent_action"] == "mental_health"
+    assert hit["reply"].startswith(load_urgent_cards()[("mental_health", "en")].text + "\n\nApproved asthma answer.")
+    plain = answer_with_memory("asthma at night", services, memory)
+    assert plain["urgent"] is False and plain["reply"] == "Approved asthma answer."
+
+
+def test_the_shipped_screen_default_is_used_when_no_classifier_is_given(monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        "chatbot.stages.redflag_classifier.shipped_classifier", lambda *a: calls.append(a) or _FakeClassifier(None)
+    )
+    assert redflags.screen("hello").urgent is False
+    assert calls == [()]
