@@ -215,6 +215,12 @@ def cmd_export_qrels(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_replies(args: argparse.Namespace) -> int:
+    from evaluation.bench_replies import main_replies
+
+    return main_replies(args)
+
+
 def cmd_eval_create(args: argparse.Namespace) -> int:
     from chatbot.store.evals import load_question_file
     from ui.app import AppState
@@ -294,6 +300,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 4 when any query fell back to naive because the LLM failed"
     )
     r.set_defaults(func=cmd_eval_retrieval)
+    r = esub.add_parser("replies", help="key-fact recall of the replies on a reply set over the demo cards")
+    r.add_argument("--data", required=True, type=Path, help="reply set JSONL (evaluation/replies/replyset.jsonl)")
+    r.add_argument("--cards", type=Path, default=None, help="cards folder to index (default corpus/demo/cards)")
+    r.add_argument("--limit", type=int, default=None, help="first N questions only")
+    r.add_argument("--json", action="store_true", help="print only the summary JSON on stdout")
+    r.add_argument("--out", type=Path, default=None, help="results folder (default evaluation/results)")
+    r.add_argument("--name", default=None, help="report name: replies-NAME.md/.json (default: data file stem)")
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="GROUP.FIELD=VALUE",
+        help="override one setting for this run (repeatable), e.g. --set compose.mode=generative",
+    )
+    r.set_defaults(func=cmd_eval_replies)
     c = esub.add_parser("create", help="create a Likert evaluation session (answers generated once, frozen)")
     c.add_argument("name", help="session name (unique)")
     c.add_argument("--questions", required=True, type=Path, help="JSONL {id,text,type} or CSV with text[,id,type]")

@@ -1,0 +1,293 @@
+"""`chatbot eval replies`: what the patient reads, measured on a reply set over the bundled cards.
+
+A reply set is JSONL, one question a line: ``{"id", "language", "type", "question", "card_id",
+"key_phrases"}``, where ``card_id`` is the card that answers and ``key_phrases`` are verbatim phrases of that
+card a correct reply must contain (``evaluation/replies/replyset.jsonl``). Each question goes through
+``chatbot.answer.answer`` with the settings in force (``--set GROUP.FIELD=VALUE`` overrides one, e.g.
+``--set compose.mode=generative``), over the cards folder (indexed incrementally first).
+
+Reported, overall and per language and per question type: key-fact recall (share of key phrases found in
+the reply, case- and whitespace-insensitive; a refused question scores 0), the share of questions whose
+first link is the answering card, how many were refused ("no certified information") or got no reply,
+reply length (characters) and compose latency (``trace.timings_ms.compose``: composing and validating)
+p50/p90; then one row per question with the reply, what was missing and the sentence the composer took as
+the answer. Markdown and JSON go to ``evaluation/results/replies-NAME.{md,json}`` with the exact command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.harness import RESULTS_DIR, apply_overrides, command_line
+
+DEFAULT_CARDS = Path(__file__).resolve().parents[1] / "corpus" / "demo" / "cards"
+QUESTION_TYPES = ("how_much", "how_long", "when", "yes_no", "why", "what_to_do")
+LANGUAGES = ("en", "it")
+_FIELDS = ("id", "language", "type", "question", "card_id", "key_phrases")
+
+
+@dataclass(frozen=True)
+class ReplyItem:
+    """One question of a reply set."""
+
+    id: str
+    language: str
+    type: str
+    question: str
+    card_id: str
+    key_phrases: tuple[str, ...]
+
+
+def load_reply_set(path: Path) -> list[ReplyItem]:
+    """The questions of a reply-set JSONL file; a malformed line is an error naming the file and line."""
+    if not path.is_file():
+        raise FileNotFoundError(f"reply set {path} not found")
+    items: list[ReplyItem] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
+        missing = [f for f in _FIELDS if f not in rec]
+        if missing:
+            raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+        phrases = rec["key_phrases"]
+        if not isinstance(phrases, list) or not phrases or not all(isinstance(p, str) and p.strip() for p in phrases):
+            raise ValueError(f"{path}:{lineno}: key_phrases must be a non-empty list of phrases")
+        if rec["id"] in seen:
+            raise ValueError(f"{path}:{lineno}: duplicate id {rec['id']!r}")
+        seen.add(rec["id"])
+        items.append(
+            ReplyItem(str(rec["id"]), rec["language"], rec["type"], rec["question"], rec["card_id"], tuple(phrases))
+        )
+    if not items:
+        raise ValueError(f"{path}: no questions")
+    return items
+
+
+def normalise(text: str) -> str:
+    """Case-folded, NFC, typographic quotes and apostrophes made plain, whitespace collapsed."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.translate(str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "\u00a0": " "}))
+    return " ".join(text.split()).casefold()
+
+
+def phrases_found(reply: str, phrases: Sequence[str]) -> list[bool]:
+    """Whether each key phrase occurs in the reply (see ``normalise``)."""
+    folded = normalise(reply)
+    return [normalise(p) in folded for p in phrases]
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p90": 0.0}
+    arr = np.asarray(values, dtype=float)
+    return {"p50": round(float(np.percentile(arr, 50)), 1), "p90": round(float(np.percentile(arr, 90)), 1)}
+
+
+def _answer_trace(ans: dict[str, Any]) -> dict[str, Any] | None:
+    """The extractive attempt's answer selection (``trace.compose.attempts[-1].answer``), if any."""
+    attempts = ((ans.get("trace") or {}).get("compose") or {}).get("attempts") or []
+    return attempts[-1].get("answer") if attempts else None
+
+
+def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
+    """The per-question row: recall of the key phrases, the first link's card, length and latency."""
+    found = (
+        phrases_found(ans.get("reply", ""), item.key_phrases)
+        if ans.get("status") == "answered"
+        else [False] * len(item.key_phrases)
+    )
+    top = (ans.get("trace") or {}).get("top") or []
+    first_doc = None
+    if ans.get("links"):
+        first_sid = ans["links"][0].get("segment_id", "")
+        first_doc = next((t["doc_id"] for t in top if t.get("segment_id") == first_sid), first_sid.split("#")[0])
+    timings = (ans.get("trace") or {}).get("timings_ms") or {}
+    selected = _answer_trace(ans)
+    return {
+        "id": item.id,
+        "language": item.language,
+        "type": item.type,
+        "question": item.question,
+        "card_id": item.card_id,
+        "status": ans.get("status"),
+        "urgent": bool(ans.get("urgent")),
+        "recall": sum(found) / len(found),
+        "missing": [p for p, ok in zip(item.key_phrases, found, strict=True) if not ok],
+        "first_link_doc": first_doc,
+        "first_link_ok": first_doc == item.card_id,
+        "reply_chars": len(ans.get("reply", "")) if ans.get("status") == "answered" else 0,
+        "compose_ms": timings.get("compose"),
+        "total_ms": timings.get("total"),
+        "mode_used": ((ans.get("trace") or {}).get("compose") or {}).get("mode_used"),
+        "answer_sentence": (selected or {}).get("text"),
+        "answer_score": (selected or {}).get("score"),
+        "answer_doc": (selected or {}).get("doc_id"),
+        "reply": ans.get("reply", ""),
+    }
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Key-fact recall, first-link rate, refusals, length and compose latency for a group of rows."""
+    if not rows:
+        return {"n": 0}
+    answered = [r for r in rows if r["status"] == "answered"]
+    compose = [r["compose_ms"] for r in rows if r["compose_ms"] is not None]
+    return {
+        "n": len(rows),
+        "key_fact_recall": round(float(np.mean([r["recall"] for r in rows])), 3),
+        "all_key_facts": round(float(np.mean([r["recall"] == 1.0 for r in rows])), 3),
+        "first_link_is_card": round(float(np.mean([r["first_link_ok"] for r in rows])), 3),
+        "refused": sum(r["status"] == "no_certified_info" for r in rows),
+        "not_answered": sum(r["status"] != "answered" for r in rows),
+        "reply_chars_mean": round(float(np.mean([r["reply_chars"] for r in answered])), 1) if answered else 0.0,
+        "compose_ms": _percentiles(compose),
+        "total_ms": _percentiles([r["total_ms"] for r in rows if r["total_ms"] is not None]),
+    }
+
+
+def run_replies(
+    items: Sequence[ReplyItem], answer_fn: Callable[[str], dict[str, Any]], log: Callable[..., None] = print
+) -> dict[str, Any]:
+    """Answer every question with ``answer_fn`` and score it; summary overall, per language, per type."""
+    rows = []
+    for k, item in enumerate(items, 1):
+        ans = answer_fn(item.question)
+        rows.append(score_item(item, ans))
+        log(f"  [{k}/{len(items)}] {item.id} recall={rows[-1]['recall']:.2f} {rows[-1]['status']}")
+    by_language = {lang: summarise([r for r in rows if r["language"] == lang]) for lang in LANGUAGES}
+    types = [t for t in QUESTION_TYPES if any(r["type"] == t for r in rows)]
+    types += sorted({r["type"] for r in rows} - set(types))
+    by_type = {t: summarise([r for r in rows if r["type"] == t]) for t in types}
+    return {"summary": {"all": summarise(rows), "by_language": by_language, "by_type": by_type}, "rows": rows}
+
+
+def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
+    lines = [
+        f"| {label} | n | key-fact recall | all key facts | first link = card | refused | chars (mean) "
+        "| compose p50 ms | compose p90 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in groups.items():
+        if not s.get("n"):
+            continue
+        lines.append(
+            f"| {name} | {s['n']} | {s['key_fact_recall']:.3f} | {s['all_key_facts']:.3f} | "
+            f"{s['first_link_is_card']:.3f} | {s['refused']} | {s['reply_chars_mean']:.0f} | "
+            f"{s['compose_ms']['p50']:.0f} | {s['compose_ms']['p90']:.0f} |"
+        )
+    return lines
+
+
+def _cell(text: Any, limit: int = 220) -> str:
+    text = " ".join(str(text or "").split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str) -> Path:
+    """``replies-NAME.md`` (summary tables and per-question rows) and ``replies-NAME.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    s = result["summary"]
+    lines = [
+        f"# Reply benchmark: {name}",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Reply set: `{result['data']}` ({s['all']['n']} questions); settings: "
+        f"compose.mode={result['settings']['compose_mode']}, compose.answer_scorer="
+        f"{result['settings'].get('answer_scorer')}, embedder {result['settings']['embedding_model']}, "
+        f"pipeline {result['settings']['pipeline']}; overrides {result['settings']['overrides'] or 'none'}; "
+        f"CPU {result['settings']['cpu']}; {result['seconds']:.0f} s.",
+        "",
+        "Key-fact recall: share of a question's key phrases (verbatim from the answering card) found in the "
+        "reply; a refused question scores 0. First link = card: the first source link is the card that answers.",
+        "",
+        *_table({"all": s["all"], **s["by_language"]}, "language"),
+        "",
+        *_table(s["by_type"], "question type"),
+        "",
+        "## Per question",
+        "",
+        "| id | type | status | recall | first link | missing | answer sentence (score) | reply |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        answer = f"{_cell(r['answer_sentence'], 120)} ({r['answer_score']})" if r["answer_sentence"] else ""
+        lines.append(
+            f"| {r['id']} | {r['type']} | {r['status']}{' (urgent)' if r['urgent'] else ''} | {r['recall']:.2f} | "
+            f"{r['first_link_doc']}{'' if r['first_link_ok'] else ' ✗'} | {_cell('; '.join(r['missing']))} | "
+            f"{answer} | {_cell(r['reply'], 300)} |"
+        )
+    report = out_dir / f"replies-{name}.md"
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out_dir / f"replies-{name}.json").write_text(
+        json.dumps({**result, "command": command}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return report
+
+
+def _cpu() -> str:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    model = re.search(r"model name\s*:\s*(.+)", flags)
+    marks = [f for f in ("avx512f", "amx_tile") if f" {f}" in flags]
+    return f"{model.group(1).strip() if model else 'unknown'} ({', '.join(marks) or 'no avx512'})"
+
+
+def main_replies(args: argparse.Namespace) -> int:
+    """`chatbot eval replies --data FILE [--json] [--set ...] [--name NAME] [--cards DIR] [--limit N]`."""
+    from chatbot.answer import answer
+    from chatbot.ingest import ingest_paths
+    from chatbot.pipeline import Services
+    from chatbot.settings import load_settings
+
+    log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    overrides = list(args.set or [])
+    try:
+        items = load_reply_set(args.data)[: args.limit] if args.limit else load_reply_set(args.data)
+        settings = apply_overrides(load_settings(), overrides)
+        cards = args.cards or DEFAULT_CARDS
+        if not cards.exists():
+            raise FileNotFoundError(f"cards folder {cards} not found")
+        services = Services(settings)
+        ingest_paths([cards], services, quiet=True)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    answer(items[0].question, services)  # warm-up: models load once per process, not inside question one
+    result = run_replies(items, lambda q: answer(q, services), log=log)
+    result["data"] = str(args.data)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    result["settings"] = {
+        "compose_mode": settings.compose.mode,
+        "answer_scorer": getattr(settings.compose, "answer_scorer", None),
+        "embedding_model": settings.embedding.model,
+        "pipeline": settings.retrieval.pipeline,
+        "overrides": overrides,
+        "cpu": _cpu(),
+    }
+    name = args.name or args.data.stem
+    report = write_report(result, args.out or RESULTS_DIR, name, command_line())
+    if args.json:
+        print(json.dumps(result["summary"]))
+    else:
+        print(report.read_text(encoding="utf-8"))
+    return 0

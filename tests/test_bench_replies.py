@@ -1,0 +1,85 @@
+"""The reply benchmark: reply-set loading, key-phrase matching, per-question scoring and summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.bench_replies import (
+    DEFAULT_CARDS,
+    load_reply_set,
+    phrases_found,
+    run_replies,
+    score_item,
+    summarise,
+)
+
+REPLY_SET = Path(__file__).resolve().parents[1] / "evaluation" / "replies"
+
+
+def _write(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+ROW = {
+    "id": "q1",
+    "language": "en",
+    "type": "how_much",
+    "question": "How much caffeine?",
+    "card_id": "en-preg-caffeine",
+    "key_phrases": ["200 milligrams", "a day"],
+}
+
+
+def test_load_reply_set_rejects_bad_lines(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"set.jsonl:1: missing field\(s\) key_phrases"):
+        load_reply_set(_write(tmp_path, [{k: v for k, v in ROW.items() if k != "key_phrases"}]))
+    with pytest.raises(ValueError, match="key_phrases must be a non-empty list"):
+        load_reply_set(_write(tmp_path, [{**ROW, "key_phrases": []}]))
+    with pytest.raises(ValueError, match="duplicate id 'q1'"):
+        load_reply_set(_write(tmp_path, [ROW, ROW]))
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_reply_set(tmp_path / "absent.jsonl")
+
+
+def test_phrases_found_ignores_case_spacing_and_curly_quotes() -> None:
+    reply = "The usual advice is  no more than 200 Milligrams\nof caffeine a day. Don’t worry."
+    assert phrases_found(reply, ["200 milligrams of caffeine", "don't worry", "300 mg"]) == [True, True, False]
+
+
+def test_score_item_and_summary(tmp_path: Path) -> None:
+    item = load_reply_set(_write(tmp_path, [ROW]))[0]
+    answered = {
+        "status": "answered",
+        "reply": "Have no more than 200 milligrams of caffeine.",
+        "links": [{"segment_id": "en-preg-caffeine#1"}],
+        "trace": {
+            "top": [{"segment_id": "en-preg-caffeine#1", "doc_id": "en-preg-caffeine"}],
+            "timings_ms": {"compose": 4.0, "total": 100.0},
+            "compose": {"attempts": [{"answer": {"text": "Have no more", "score": 1.5, "doc_id": "x"}}]},
+        },
+    }
+    row = score_item(item, answered)
+    assert (row["recall"], row["missing"], row["first_link_ok"], row["answer_score"]) == (0.5, ["a day"], True, 1.5)
+    refused = score_item(item, {"status": "no_certified_info", "reply": "200 milligrams a day", "links": []})
+    assert (refused["recall"], refused["first_link_ok"], refused["reply_chars"]) == (0.0, False, 0)
+    s = summarise([row, refused])
+    assert (s["key_fact_recall"], s["refused"], s["first_link_is_card"], s["compose_ms"]["p50"]) == (0.25, 1, 0.5, 4.0)
+    result = run_replies([item], lambda q: answered, log=lambda *a: None)
+    assert result["summary"]["by_language"]["en"]["key_fact_recall"] == 0.5
+    assert list(result["summary"]["by_type"]) == ["how_much"]
+
+
+@pytest.mark.parametrize("name", ["replyset.jsonl", "heldout.jsonl"])
+def test_shipped_reply_sets_quote_their_cards(name: str) -> None:
+    items = load_reply_set(REPLY_SET / name)
+    for item in items:
+        card = (DEFAULT_CARDS / f"{item.card_id}.md").read_text(encoding="utf-8")
+        for phrase in item.key_phrases:
+            assert phrase in card, (item.id, phrase)
+    langs = [i.language for i in items]
+    assert min(langs.count("en"), langs.count("it")) >= (35 if name == "replyset.jsonl" else 10)
