@@ -62,6 +62,19 @@ def certified_links(top: list[Hit]) -> list[dict[str, str]]:
     return [{"title": h.segment.title, "url": h.segment.source_url, "segment_id": h.segment.id} for h in top]
 
 
+def answer_first_links(
+    links: list[dict[str, str]], top: list[Hit], compose_trace: dict[str, Any]
+) -> list[dict[str, str]]:
+    """The links with the document that gave the reply's answering sentence first (the others keep their
+    order); unchanged when the composer named no answer or its document is not linked."""
+    attempts = compose_trace.get("attempts") or []
+    doc_id = ((attempts[-1].get("answer") or {}).get("doc_id")) if attempts else None
+    at = next((i for i, h in enumerate(top) if h.segment.doc_id == doc_id), None)
+    if not at:
+        return links
+    return [links[at], *links[:at], *links[at + 1 :]]
+
+
 def _trace(result: RetrievalResult, pipeline: str, services: Services, total_ms: float) -> dict[str, Any]:
     trace = {
         "pipeline": pipeline,
@@ -276,7 +289,7 @@ def _answer(
     if not relevant:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
-    from chatbot.stages.compose import compose_reply, pragmatic_context, support_scorer
+    from chatbot.stages.compose import answer_model_for, compose_reply, pragmatic_context, support_scorer
 
     ccfg = services.settings.compose
     stage_event("compose")
@@ -303,6 +316,8 @@ def _answer(
         scorer_kind=kind,
         support_threshold=support_threshold,
         context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
+        document_segments=services.index.document_segments,  # the answer may sit beside the retrieved segment
+        answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
     )
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
@@ -312,7 +327,7 @@ def _answer(
     return finish(
         reply,
         "answered",
-        certified_links(result.top),
+        answer_first_links(certified_links(result.top), result.top, composed.trace),
         any(h.segment.demo for h in result.top),
         composed.trace,
     )

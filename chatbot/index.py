@@ -246,6 +246,16 @@ class SegmentIndex:
         matrix = np.vstack(vecs) if vecs else np.zeros((0, self.embedder.dim), dtype=np.float32)
         return segs, matrix
 
+    def document_segments(self, doc_id: str) -> list[Segment]:
+        """Every segment of one document, in reading order (the composer looks just outside a retrieved
+        segment of the top document for the sentence that answers)."""
+        got = self.collection().get(where={"doc_id": doc_id}, include=["metadatas", "documents"])
+        segs = [
+            Segment.from_metadata(sid, doc, meta)
+            for sid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        ]
+        return sorted(segs, key=lambda s: s.position)
+
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
         """Top-k by cosine for each query vector (HNSW, or exact when configured)."""
         if self.exact:

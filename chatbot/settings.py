@@ -561,6 +561,18 @@ class ComposeSettings(_Group):
         "bonuses for the top segment, a segment's first sentence and words shared with the question). "
         "Higher keeps replies focused and short; lower adds context. Scale-free: the same for any embedder.",
     )
+    answer_scorer: Literal["cues", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
+        default="cues",
+        description="extractive: how the sentence that ANSWERS the question is chosen (it opens the reply; "
+        "only sentences that qualify or support it follow, another document's only if it answers too). cues: "
+        "question type (how much, how long, when, why, what to do, yes/no; English and Italian wording) "
+        "matched against amount/duration/time/reason/instruction/rule cues in each sentence and its heading, "
+        "words shared with the question, and the document's rank; no model, a few ms. cues+bi-encoder: plus "
+        "each sentence's embedder cosine to the question (embeds the candidate sentences: slower on CPU). "
+        "cues+cross-encoder: plus models/reranker's (question, sentence) score, English questions only. "
+        "similarity: the previous composer (sentences most similar to the question, in reading order). "
+        "Measured on the reply set: evaluation/results/replies-*.md.",
+    )
     stream_draft: bool = Field(
         default=False,
         description="generative, patient chat: show the LLM's draft while it is written (masked links, marked "
