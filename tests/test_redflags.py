@@ -197,12 +197,14 @@ class _FakeClassifier:
         return Prediction(self.score if self.action else 0.02, scores, fired, 0.5, text)
 
 
-def test_rules_or_classifier_either_one_is_enough_and_a_rule_wins_the_primary_action():
+def test_rules_or_classifier_either_one_is_enough_and_a_confident_classifier_picks_the_action():
     assert screen("my tummy feels odd", _FakeClassifier("maternity_unit")).actions == ("maternity_unit",)
     assert screen("I want to kill myself", _FakeClassifier(None)).actions == ("mental_health",)
-    both = screen("I want to kill myself", _FakeClassifier("emergency", 0.95))
-    assert both.actions == ("mental_health", "emergency")
-    assert both.trace()["classifier"]["fired"] == ["emergency"]
+    both = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.95))
+    assert both.actions == ("maternity_unit", "emergency")
+    assert both.trace()["classifier"]["fired"] == ["maternity_unit"]
+    unsure = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.4))
+    assert unsure.actions == ("emergency", "maternity_unit")
 
 
 # -- never skipped -----------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
   ``maternity_unit`` (call your maternity unit now). Every rule category of ``chatbot.stages.safety`` maps
   to exactly one action (``CATEGORY_ACTION``); the classifier predicts the actions directly.
 - ``screen(raw)``: today's hand-written rules OR the trained classifier (``redflag_classifier``), either
-  one firing is enough; the primary action is the one with the highest score (a rule counts as 1.0).
+  one firing is enough; the primary action is the one with the highest score (a rule's action counts as 0.5, so a
+  confident classifier chooses between, say, the maternity unit and 999 for heavy bleeding with fainting).
 - ``urgent_fields(screen, language)``: the answer object's urgent keys (``urgent``, ``urgent_message``,
   ``urgent_action``, ``urgent_links``) from the cards, in the patient's language.
 """
@@ -45,6 +46,7 @@ CATEGORY_ACTION: dict[str, str] = {
 
 RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
 MAX_SCREEN_CHARS = 60_000  # beyond this a message is not a patient's question; its start is screened
+RULE_ACTION_SCORE = 0.5  # a rule's action is primary unless the classifier gives another one more
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,8 @@ def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
         classifier = shipped_classifier()
     flags = rule_flags(text)
     scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
-    for flag in flags:
-        scores[CATEGORY_ACTION[flag.category]] = 1.0
+    for flag in flags:  # a rule is sure of urgency, less of the action: a confident classifier picks it
+        scores[CATEGORY_ACTION[flag.category]] = RULE_ACTION_SCORE
     info: dict[str, Any] | None = None
     if classifier is not None:
         result = classifier.predict(text)

@@ -1,0 +1,247 @@
+"""Score the red-flag screen on a labelled set (issue 20).
+
+``python -m evaluation.redflags_eval --data evaluation/redflags/testset.jsonl --name redflags-heldout``
+
+One JSON object a line: ``id``, ``language``, ``text``, ``urgent`` (bool), ``action`` (emergency | poisoning |
+mental_health | maternity_unit | null), ``kind`` (free text: the case's type). Reports, for the shipped screen
+(rules OR classifier) and for the rules alone: recall, precision and false-alarm rate overall, per language,
+per action and per kind; the right-action-first rate (the urgent card shown first is the labelled action);
+the screen's p50/p95 latency; every miss, false alarm and wrong first action. Writes
+``evaluation/results/<name>.md`` and ``.json`` with the exact command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chatbot.settings import PROJECT_ROOT
+from chatbot.stages.redflags import ACTIONS, screen
+
+RESULTS = PROJECT_ROOT / "evaluation" / "results"
+
+
+class DataError(ValueError):
+    """A malformed line of the labelled set."""
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    """The labelled cases; a malformed line raises DataError naming the file and line."""
+    cases = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{n}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or not isinstance(row.get("urgent"), bool):
+            raise DataError(f"{path}:{n}: needs a text (string) and urgent (true/false)")
+        action = row.get("action")
+        if action not in (*ACTIONS, None):
+            raise DataError(f"{path}:{n}: action {action!r} is not one of {', '.join(ACTIONS)} or null")
+        if row["urgent"] and action is None:
+            raise DataError(f"{path}:{n}: an urgent case needs its action")
+        cases.append(
+            {
+                "id": str(row.get("id", n)),
+                "language": str(row.get("language") or "?"),
+                "kind": str(row.get("kind") or "?"),
+                "text": row["text"],
+                "urgent": row["urgent"],
+                "action": action,
+            }
+        )
+    if not cases:
+        raise DataError(f"{path}: no cases")
+    return cases
+
+
+def rates(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Counts and rates of one system (``key``: which prediction) over these rows."""
+    urgent = [r for r in rows if r["urgent"]]
+    ordinary = [r for r in rows if not r["urgent"]]
+    tp = sum(1 for r in urgent if r[key]["urgent"])
+    fp = sum(1 for r in ordinary if r[key]["urgent"])
+    detected = [r for r in urgent if r[key]["urgent"]]
+    right = sum(1 for r in detected if r[key]["action"] == r["action"])
+    return {
+        "cases": len(rows),
+        "urgent": len(urgent),
+        "ordinary": len(ordinary),
+        "recall": round(tp / len(urgent), 4) if urgent else None,
+        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+        "false_alarm_rate": round(fp / len(ordinary), 4) if ordinary else None,
+        "right_action_first": round(right / len(detected), 4) if detected else None,
+        "misses": len(urgent) - tp,
+        "false_alarms": fp,
+    }
+
+
+def evaluate(cases: list[dict[str, Any]], classifier: Any) -> dict[str, Any]:
+    """Run the screen (and the rules alone) on every case; summary, breakdowns, error lists, latency."""
+    screen("warm-up: load the classifier once", classifier)
+    rows, ms = [], []
+    for case in cases:
+        t0 = time.perf_counter()
+        result = screen(case["text"], classifier)
+        ms.append((time.perf_counter() - t0) * 1000)
+        rules = result.rule_flags
+        from chatbot.stages.redflags import CATEGORY_ACTION
+
+        rule_actions = [CATEGORY_ACTION[f.category] for f in rules]
+        rows.append(
+            {
+                **case,
+                "screen": {"urgent": result.urgent, "action": result.action, "actions": list(result.actions)},
+                "rules": {"urgent": bool(rules), "action": rule_actions[0] if rule_actions else None},
+                "why": {
+                    "rules": [f.category for f in rules],
+                    "classifier": (result.classifier or {}).get("fired", []),
+                    "urgent_score": (result.classifier or {}).get("urgent_score"),
+                },
+            }
+        )
+    out: dict[str, Any] = {"overall": {"screen": rates(rows, "screen"), "rules_alone": rates(rows, "rules")}}
+    for field in ("language", "action", "kind"):
+        groups: dict[str, list] = {}
+        for r in rows:
+            groups.setdefault(str(r[field]), []).append(r)
+        out[f"by_{field}"] = {
+            k: {"screen": rates(v, "screen"), "rules_alone": rates(v, "rules")} for k, v in sorted(groups.items())
+        }
+    q = statistics.quantiles(ms, n=20, method="inclusive") if len(ms) > 1 else [ms[0]] * 19
+    out["latency_ms"] = {"p50": round(statistics.median(ms), 2), "p95": round(q[18], 2), "max": round(max(ms), 2)}
+    keep = ("id", "language", "kind", "action", "text", "screen", "why")
+    out["misses"] = [{k: r[k] for k in keep} for r in rows if r["urgent"] and not r["screen"]["urgent"]]
+    out["false_alarms"] = [{k: r[k] for k in keep} for r in rows if not r["urgent"] and r["screen"]["urgent"]]
+    wrong = [r for r in rows if r["urgent"] and r["screen"]["urgent"] and r["screen"]["action"] != r["action"]]
+    out["wrong_first_action"] = [{k: r[k] for k in keep} for r in wrong]
+    return out
+
+
+def _cpu() -> str:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or "unknown"
+    name = re.search(r"model name\s*:\s*(.+)", info)
+    flags = sorted({f for f in ("avx512f", "amx_tile") if re.search(rf"\b{f}\b", info)})
+    return f"{name.group(1).strip() if name else 'unknown'} ({', '.join(flags) or 'no avx512f/amx'})"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def _table(title: str, groups: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        f"### {title}",
+        "",
+        "| group | cases | urgent | recall | precision | false alarms | right action first "
+        "| rules alone: recall / FAR |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, g in groups.items():
+        s, r = g["screen"], g["rules_alone"]
+        lines.append(
+            f"| {name} | {s['cases']} | {s['urgent']} | {_pct(s['recall'])} | {_pct(s['precision'])} | "
+            f"{_pct(s['false_alarm_rate'])} ({s['false_alarms']}) | {_pct(s['right_action_first'])} | "
+            f"{_pct(r['recall'])} / {_pct(r['false_alarm_rate'])} |"
+        )
+    return [*lines, ""]
+
+
+def markdown(report: dict[str, Any]) -> str:
+    s, r = report["overall"]["screen"], report["overall"]["rules_alone"]
+    lat = report["latency_ms"]
+    lines = [
+        f"# Red-flag screen on {report['data']}",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"Screen: {report['screen']}. Date {report['date']}; CPU {report['cpu']}.",
+        "",
+        f"- **Screen (rules OR classifier)**: recall {_pct(s['recall'])}, precision {_pct(s['precision'])}, "
+        f"false-alarm rate {_pct(s['false_alarm_rate'])} ({s['false_alarms']} of {s['ordinary']} ordinary), "
+        f"right action first {_pct(s['right_action_first'])}; {s['misses']} missed of {s['urgent']} urgent.",
+        f"- Rules alone: recall {_pct(r['recall'])}, precision {_pct(r['precision'])}, false-alarm rate "
+        f"{_pct(r['false_alarm_rate'])}, right action first {_pct(r['right_action_first'])}.",
+        f"- Screen latency per message: p50 {lat['p50']} ms, p95 {lat['p95']} ms, max {lat['max']} ms.",
+        "",
+    ]
+    lines += _table("Per language", report["by_language"])
+    lines += _table("Per action (urgent cases; `None` = ordinary cases)", report["by_action"])
+    lines += _table("Per kind", report["by_kind"])
+    sections = (("Misses", "misses"), ("False alarms", "false_alarms"), ("Wrong first action", "wrong_first_action"))
+    for title, key in sections:
+        lines += [f"## {title} ({len(report[key])})", ""]
+        if report[key]:
+            lines += ["| id | lang | kind | expected | shown first | why | text |", "|---|---|---|---|---|---|---|"]
+            for e in report[key]:
+                why = ", ".join(e["why"]["rules"] + [f"classifier:{a}" for a in e["why"]["classifier"]]) or "—"
+                score = e["why"]["urgent_score"]
+                why += f" (score {score:.3f})" if isinstance(score, float) else ""
+                text = e["text"].replace("|", "\\|").replace("\n", " ")
+                lines.append(
+                    f"| {e['id']} | {e['language']} | {e['kind']} | {e['action']} | {e['screen']['action']} | "
+                    f"{why} | {text} |"
+                )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m evaluation.redflags_eval", description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, required=True, help="JSONL: id, language, text, urgent, action, kind")
+    ap.add_argument("--name", required=True, help="report name: evaluation/results/<name>.md and .json")
+    ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    ap.add_argument("--rules-only", action="store_true", help="screen without the classifier")
+    ap.add_argument("--model", type=Path, default=None, help="classifier folder (default: models/redflags)")
+    args = ap.parse_args(argv)
+    try:
+        cases = load_cases(args.data)
+    except (OSError, DataError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from chatbot.stages.redflag_classifier import SHIPPED_DIR, RedFlagClassifier
+
+    classifier = None
+    model = args.model or SHIPPED_DIR
+    if not args.rules_only:
+        if not (model / "weights.npz").exists():
+            print(f"error: no classifier weights in {model} (train one, or pass --rules-only)", file=sys.stderr)
+            return 2
+        classifier = RedFlagClassifier.load(model)
+    report = {
+        "command": "python -m evaluation.redflags_eval " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "data": str(args.data),
+        "screen": "rules only"
+        if classifier is None
+        else f"rules OR classifier ({model.name}, threshold {classifier.threshold})",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu": _cpu(),
+        **evaluate(cases, classifier),
+    }
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / f"{args.name}.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (args.out_dir / f"{args.name}.md").write_text(markdown(report), encoding="utf-8")
+    s = report["overall"]["screen"]
+    print(
+        f"recall {_pct(s['recall'])} precision {_pct(s['precision'])} false alarms {_pct(s['false_alarm_rate'])} "
+        f"right action first {_pct(s['right_action_first'])}; p50 {report['latency_ms']['p50']} ms -> "
+        f"{args.out_dir / args.name}.md"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

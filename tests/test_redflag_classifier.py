@@ -1,0 +1,91 @@
+"""The red-flag classifier runtime (hashed n-grams, int8 linear head) and its training helpers."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from chatbot.stages.redflag_classifier import LABELS, RedFlagClassifier, features, normalise, units
+from chatbot.training.redflags import choose_threshold, expand, fill, quantise, typos
+
+
+def test_features_fold_accents_and_are_unit_length():
+    idx_a, val_a = features("Il bambino non si muove più")
+    idx_b, val_b = features("il bambino non si muove piu")
+
+    assert np.array_equal(np.sort(idx_a), np.sort(idx_b))
+    assert np.isclose(np.linalg.norm(val_a), 1.0)
+    assert normalise("HELPPPP è") == "helpp e"
+    assert features("!!!")[0].size == 0
+
+
+def test_units_whole_text_first_then_sentences_pairs_and_windows():
+    text = "What food is safe in pregnancy? Also my baby is not breathing. Thanks"
+    got = units(text)
+
+    assert got[0] == text
+    assert "Also my baby is not breathing." in got
+    assert "What food is safe in pregnancy? Also my baby is not breathing." in got
+    long = " ".join(f"w{i}" for i in range(40))
+    windows = [u for u in units(long) if u != long]
+    assert windows[0] == " ".join(f"w{i}" for i in range(16)) and windows[1].startswith("w8 ")
+
+
+def _toy(threshold: float = 0.5) -> RedFlagClassifier:
+    """A hand-made head: the hashed features of 'overdose' push 'poisoning', everything else 'none'."""
+    n = 1 << 10
+    w = np.zeros((len(LABELS), n), dtype=np.float32)
+    idx, val = features("overdose", n)
+    w[LABELS.index("poisoning"), idx] = 20 * val
+    bias = np.array([2.0, 0, 0, 0, 0], dtype=np.float32)
+    return RedFlagClassifier(w, bias, threshold)
+
+
+def test_the_most_urgent_part_of_the_message_decides():
+    clf = _toy()
+
+    calm = clf.predict("Is coffee safe when pregnant?")
+    buried = clf.predict("Is coffee safe when pregnant? Also overdose.")
+
+    assert calm.fired == () and calm.urgent_score < 0.5
+    assert buried.fired == ("poisoning",) and buried.unit == "Also overdose."
+    assert buried.urgent_score > 0.9
+    assert set(buried.trace()) == {"urgent_score", "threshold", "fired", "scores", "unit"}
+
+
+def test_quantised_weights_round_trip_through_the_shipped_format(tmp_path):
+    clf = _toy(0.3)
+    w = clf.weights.T.copy()
+    q, scale = quantise(w)
+    np.savez_compressed(tmp_path / "weights.npz", weights_int8=q, scales=scale, bias=clf.bias)
+    (tmp_path / "config.json").write_text(json.dumps({"labels": list(LABELS), "threshold": 0.3}))
+
+    loaded = RedFlagClassifier.load(tmp_path)
+
+    assert q.dtype == np.int8 and np.abs(q).max() == 127
+    assert np.allclose(loaded.weights, clf.weights, atol=float(scale.max()))
+    assert loaded.predict("overdose").fired == ("poisoning",)
+    (tmp_path / "config.json").write_text(json.dumps({"labels": ["none", "urgent"], "threshold": 0.3}))
+    with pytest.raises(ValueError, match=r"labels \['none', 'urgent'\] differ"):
+        RedFlagClassifier.load(tmp_path)
+
+
+def test_choose_threshold_keeps_the_recall_with_the_fewest_false_alarms():
+    scores = np.array([0.9, 0.8, 0.3, 0.05, 0.6, 0.2, 0.01])
+    rules = np.array([False, False, False, True, False, False, False])
+    urgent = np.array([True, True, True, True, False, False, False])
+
+    assert choose_threshold(scores, rules, urgent, 1.0) == 0.3  # the rule covers 0.05
+    assert choose_threshold(scores, rules, urgent, 0.75) == 0.8  # 0.9, 0.8 and the rule: no false alarm
+    assert choose_threshold(scores, np.zeros(7, dtype=bool), urgent, 1.0) == 0.05
+
+
+def test_expansions_are_seeded_and_fill_every_slot():
+    a = [expand(fill("{she} is {wk} and bleeding", "en", random.Random(1)), "en", random.Random(2), [], True)]
+    b = [expand(fill("{she} is {wk} and bleeding", "en", random.Random(1)), "en", random.Random(2), [], True)]
+
+    assert a == b and "{" not in a[0]
+    assert typos("bleeding heavily", random.Random(3), 1) != "bleeding heavily"
