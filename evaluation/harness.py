@@ -247,8 +247,8 @@ def evaluate(
                 "p50": round(percentile(latencies[name]["total"], 50), 1),
                 "p95": round(percentile(latencies[name]["total"], 95), 1),
             },
-            "llm_fallbacks": sum(fallbacks[name].values()),
         }
+    summary["llm_fallbacks"] = {name: sum(fallbacks[name].values()) for name in pipelines}
     summary["by_type"] = by_type(types, per_query, totals)
     stage_latency = {
         name: {
@@ -331,11 +331,12 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms | LLM fallbacks |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    fell_back_counts = summary.get("llm_fallbacks", {})
     for p in pipes:
         s = summary["pipelines"][p]
         lines.append(
             f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
-            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | {s.get('llm_fallbacks', 0)} |"
+            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | {fell_back_counts.get(p, 0)} |"
         )
     types = summary.get("by_type", {})
     if types:
@@ -454,7 +455,7 @@ def main_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(result["summary"]))
     else:
         print(report.read_text(encoding="utf-8"))
-    fell_back = sum(p.get("llm_fallbacks", 0) for p in result["summary"]["pipelines"].values())
+    fell_back = sum(result["summary"]["llm_fallbacks"].values())
     if fell_back:
         print(
             f"warning: {fell_back} queries fell back to naive retrieval because the LLM failed "
