@@ -321,9 +321,9 @@ def diagnose_exit(
         )
     if returncode == -signal.SIGSEGV and llm_runtime.has_amx(flags) and (variant == "native" and repack):
         return (
-            f"{head}: on CPUs with Intel AMX, llama.cpp's AMX kernels (ggml_backend_amx_mul_mat) crash while "
-            "loading the model. Fix: use the native-noamx build (`python -m chatbot.llm_runtime build`, "
-            f"llm.server_variant=native-noamx) or set llm.repack=false. Log: {log_tail}"
+            f"{head}: Intel AMX kernels crash on this CPU. Fix: llm.repack=false, or the native-noamx build "
+            "(llm.server_variant=native-noamx; python -m chatbot.llm_runtime build). Crash site: llama.cpp's "
+            f"ggml_backend_amx_mul_mat while loading the model. Log: {log_tail}"
         )
     return (
         f"{head}. Fix: check the model file (llm.model_path) and the log; `chatbot doctor` checks the whole "
