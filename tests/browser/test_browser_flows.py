@@ -332,3 +332,24 @@ def test_evaluator_completes_a_session_and_the_report_matches(page, live, tmp_pa
     assert set(report["by_type"]) == {"factual", "evaluative"}
     assert (tmp_path / "report" / "ratings.csv").read_text().count("\n") == 3
     assert (tmp_path / "report" / "criteria.png").stat().st_size > 1000
+
+
+def test_an_italian_emergency_shows_the_italian_urgent_card_and_its_links(page, live):
+    from chatbot.stages.redflags import load_urgent_cards
+
+    card = load_urgent_cards()[("emergency", "it")]
+    page.goto(live.url + "/")
+    page.locator("#question textarea").fill("mia moglie è incinta di 34 settimane e ha le convulsioni, non risponde")
+    page.locator("#send").click()
+    page.wait_for_selector("#urgent-banner .urgent")
+    banner = page.locator("#urgent-banner .urgent")
+    assert banner.is_visible()
+    assert banner.inner_text().startswith("URGENTE: quello che descrivi può essere un'emergenza medica.")
+    assert "112" in banner.inner_text() and "118" in banner.inner_text()
+    hrefs = [a.get_attribute("href") for a in banner.locator("a").all()]
+    assert hrefs == [link["url"] for link in card.links]
+    assert "https://digital-strategy.ec.europa.eu/it/policies/112" in hrefs
+    first = card.text.split("\n\n")[0]
+    # the reply itself opens with the same certified Italian card
+    page.wait_for_function(f"document.querySelector('#chat').innerText.includes({first[:60]!r})")
+    shot(page, "patient-urgent-it")
