@@ -360,7 +360,8 @@ def test_an_english_generative_reply_to_an_italian_question_falls_back_to_italia
     out = italian_reply("A fever in a baby under 3 months needs a doctor.", fake_embedder, FEBBRE, FEVER)
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
-    assert (out.text, out.language_note) == (FEBBRE.text, None)
+    # the answer-first composer: the rule that answers "è pericolosa?" (the measuring tip does not)
+    assert (out.text, out.language_note) == ("Con la febbre sotto i 3 mesi chiama il medico.", None)
     assert out.trace["attempts"][0]["validators"][-1] == {
         "validator": "reply-language",
         "outcome": "fail",
@@ -375,8 +376,9 @@ def test_an_english_generative_reply_with_only_english_segments_falls_back_with_
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
     assert out.language_note == OTHER_LANGUAGE_NOTE["it"]  # "... ecco quelle disponibili in inglese:"
-    # the answer-first composer leaves the diabetes segment out: it does not answer a fever question
-    assert out.text == FEVER.text
+    # the answer-first composer leaves the diabetes segment out (it does not answer a fever question) and the
+    # fluids tip (it neither answers "is it dangerous?" nor qualifies the answer)
+    assert out.text == "A fever in a baby under 3 months needs a doctor."
     assert [a["mode"] for a in out.trace["attempts"]] == ["generative", "extractive"]
 
 

@@ -46,3 +46,31 @@ def test_labels_share_one_line_and_texts_get_blocks():
 def test_no_models_line_without_model_labels():
     md = detail_markdown(_turn({"pipeline": "dense"}))
     assert "**Models:**" not in md
+
+
+ANSWER = {
+    "text": "Avoid unpasteurised soft cheese.",
+    "score": 1.8512,
+    "parts": {"cue": 0.6, "heading": 0.0, "overlap": 0.4512, "document": 0.8},
+    "segment_id": "s1",
+    "doc_id": "food",
+    "question_type": "yes_no",
+    "scorer": "cues",
+}
+
+
+def test_the_answer_taken_and_its_score_follow_the_reply():
+    md = detail_markdown(_turn({"compose": {"attempts": [{"mode": "extractive", "answer": ANSWER}]}}))
+    line = (
+        "**Answer taken:** “Avoid unpasteurised soft cheese.” — score **1.85** (yes_no question; cue 0.60 + "
+        "overlap 0.45 + document 0.80; scorer `cues`) from `s1`"
+    )
+    assert line in md
+    assert md.index("**Reply:**") < md.index(line) < md.index("**Links:**")
+
+
+def test_a_memory_hit_shows_the_answer_of_the_pipeline_trace_and_a_generative_reply_none():
+    memory = {"answered_by": "memory", "pipeline_trace": {"compose": {"attempts": [{"answer": ANSWER}]}}}
+    assert "**Answer taken:** “Avoid unpasteurised soft cheese.”" in detail_markdown(_turn(memory))
+    generative = {"compose": {"attempts": [{"mode": "generative", "draft": "Avoid it."}]}}
+    assert "**Answer taken:**" not in detail_markdown(_turn(generative))

@@ -60,6 +60,23 @@ _MODEL_LABELS = ("embedding_model", "reranker", "reranker_runtime", "reranker_fu
 _NOT_TEXT = ("pipeline", "answered_by", *_MODEL_LABELS)
 
 
+def answer_taken(trace: dict[str, Any]) -> str | None:
+    """The composer's answering sentence, its score and why (the extractive attempt's ``answer`` trace, also
+    under a memory hit's ``pipeline_trace``), so a clinician can flag a reply that missed the point; None
+    when the reply had none (generative reply, refusal, older turns)."""
+    for source in (trace, trace.get("pipeline_trace") or {}):
+        attempts = (source.get("compose") or {}).get("attempts") or []
+        answer = next((a["answer"] for a in reversed(attempts) if a.get("answer")), None)
+        if answer:
+            parts = " + ".join(f"{k} {v:.2f}" for k, v in (answer.get("parts") or {}).items() if v)
+            return (
+                f"**Answer taken:** “{answer['text']}” — score **{answer['score']:.2f}** "
+                f"({answer.get('question_type', '?')} question; {parts or 'no cue'}; scorer "
+                f"`{answer.get('scorer', '?')}`) from `{answer.get('segment_id', '?')}`"
+            )
+    return None
+
+
 def detail_markdown(turn: dict[str, Any]) -> str:
     links = (
         "\n".join(
@@ -77,6 +94,9 @@ def detail_markdown(turn: dict[str, Any]) -> str:
         f"**Reply:**\n\n> {turn['reply'].replace(chr(10), chr(10) + '> ')}",
         f"**Links:**\n{links}",
     ]
+    taken = answer_taken(trace)
+    if taken:
+        lines.insert(4, taken)
     if memory.get("approval_id"):
         lines.append(
             f"**Memory:** hit={memory.get('hit')} similarity={memory.get('similarity')} "

@@ -1,0 +1,222 @@
+"""Answer-first composing with hand-made cards: the sentence that answers opens the reply, only what
+qualifies or supports it follows, and another document's off-topic sentence stays out."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatbot.index import Hit
+from chatbot.stages.answer_select import (
+    Candidate,
+    cue_score,
+    question_type,
+    score_units,
+    select_units,
+)
+from chatbot.stages.compose import compose_answer_first
+from corpus.model import Segment
+
+
+def seg(doc_id: str, n: int, heading: str, text: str, title: str, language: str = "en") -> Segment:
+    return Segment(
+        id=f"{doc_id}#{n}",
+        doc_id=doc_id,
+        text=text,
+        title=title,
+        source_url=f"https://example.org/{doc_id}",
+        position=n,
+        heading=heading,
+        language=language,
+    )
+
+
+TEA = "Green tea in pregnancy"
+TEA_WHY = seg(
+    "tea",
+    0,
+    "Why tea matters",
+    "Green tea contains caffeine. Large amounts have been linked to a lower birth weight because caffeine "
+    "crosses the placenta. Many people enjoy a cup in the morning.",
+    TEA,
+)
+TEA_AMOUNT = seg(
+    "tea",
+    1,
+    "How much is fine",
+    "Have no more than 4 cups of green tea a day. Herbal blends vary a lot between brands.",
+    TEA,
+)
+TEA_TIMING = seg(
+    "tea",
+    2,
+    "When to drink it",
+    "Drinking tea with meals can reduce iron absorption. Have tea at least 1 hour after eating iron-rich food.",
+    TEA,
+)
+WINE = seg(
+    "wine",
+    0,
+    "Alcohol",
+    "No amount of wine is known to be safe in pregnancy. Wine is made from grapes.",
+    "Wine in pregnancy",
+)
+TEA_DOC = [TEA_WHY, TEA_AMOUNT, TEA_TIMING]
+
+
+def hits(*segments: Segment) -> list[Hit]:
+    return [Hit(s, 1.0 - i / 10, {"dense": 0.9 - i / 10}) for i, s in enumerate(segments)]
+
+
+def compose(question: str, *segments: Segment, model=None):
+    # the tea card's first segment and the wine card were retrieved; the rest of the tea card is looked up
+    return compose_answer_first(
+        question,
+        hits(*segments),
+        "en",
+        max_chars=600,
+        max_units=4,
+        document_segments=lambda doc_id: TEA_DOC if doc_id == "tea" else [WINE],
+        model=model,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much green tea can I drink?", "how_much"),
+        ("How long does morning sickness last?", "how_long"),
+        ("When should I drink tea?", "when"),
+        ("Is green tea safe when pregnant?", "yes_no"),
+        ("Why is caffeine a problem?", "why"),
+        ("I had wine, what should I do?", "what_to_do"),
+        ("Quanto tè posso bere?", "how_much"),
+        ("Quanto dura la nausea?", "how_long"),
+        ("Quando si fa il vaccino?", "when"),
+        ("Perché sono stanca?", "why"),
+        ("Cosa devo fare se ho la febbre?", "what_to_do"),
+        ("Posso bere tè in gravidanza?", "yes_no"),
+    ],
+)
+def test_question_types_in_english_and_italian(question: str, kind: str) -> None:
+    assert question_type(question) == kind
+
+
+def test_cues_weigh_an_amount_a_time_and_a_reason() -> None:
+    assert cue_score("how_much", "Have no more than 4 cups of green tea a day.") == 1.0
+    assert cue_score("how_much", "Herbal blends vary a lot between brands.") == 0.0
+    assert cue_score("when", "Have tea at least 1 hour after eating iron-rich food.") == 1.0
+    assert cue_score("why", "Caffeine is linked to a lower birth weight.") == 0.7
+    # a list answers as well as its best line, not the sum of its lines
+    assert cue_score("how_much", "Limits\n- no more than 4 cups a day\n- 2 mugs") == 1.0
+
+
+def test_how_much_opens_with_the_amount_found_beside_the_retrieved_segment() -> None:
+    out = compose("How much green tea can I drink a day?", TEA_WHY, WINE)
+
+    assert out.text == "Have no more than 4 cups of green tea a day."
+    answer = out.detail["answer"]
+    assert (answer["segment_id"], answer["retrieved_segment"], answer["question_type"]) == ("tea#1", False, "how_much")
+    assert answer["parts"] == {
+        "cue": 1.0,  # an amount and a limit
+        "heading": 0.35,  # "How much is fine"
+        "overlap": 0.4,  # "green" of "green", "drink"
+        "document": 0.8,  # the top document
+        "retrieved": 0.0,  # found beside the retrieved segment
+        "lead": 0.05,
+    }
+    assert answer["score"] == 2.6
+    assert out.certified_extra == [TEA_AMOUNT.text, TEA_AMOUNT.heading]  # the validator may check it verbatim
+    assert [p["role"] for p in out.pieces] == ["answer"]
+
+
+def test_when_opens_with_the_timing() -> None:
+    out = compose("When should I drink green tea?", TEA_WHY, WINE)
+
+    assert out.text == "Have tea at least 1 hour after eating iron-rich food."
+    assert out.detail["answer"]["segment_id"] == "tea#2"
+
+
+def test_yes_no_gets_the_rule_and_the_wine_sentence_of_a_lower_ranked_document_stays_out() -> None:
+    out = compose("Is green tea safe when pregnant?", TEA_WHY, WINE)
+
+    assert out.text == "Have no more than 4 cups of green tea a day."
+    assert "wine" not in out.text.lower()  # "No amount of wine is known to be safe" does not answer about tea
+
+
+def test_why_gets_the_reason() -> None:
+    out = compose("Why is green tea a problem in pregnancy?", TEA_WHY, WINE)
+
+    # the reason ("because"), not the topical "Green tea contains caffeine." that shares the word "green";
+    # "Many people enjoy a cup" after it neither answers nor shares a word: it stays out
+    assert out.text == "Large amounts have been linked to a lower birth weight because caffeine crosses the placenta."
+    assert out.detail["answer"]["parts"]["cue"] == 1.0
+
+
+def test_another_document_joins_only_when_it_answers_too() -> None:
+    def unit(text: str, doc: str, rank: int, first: int) -> Candidate:
+        return Candidate(text, doc, f"{doc}#0", rank, 0, first, first)
+
+    question = "How much coffee can I drink a day?"
+    units = [
+        unit("Have no more than 2 mugs of coffee a day.", "coffee", 0, 0),
+        unit("Coffee beans are roasted seeds.", "coffee", 0, 1),
+        unit("Cola has 40 mg of caffeine a can, so count it in your daily limit.", "cola", 1, 0),
+        unit("No amount of wine is known to be safe.", "wine", 2, 0),
+    ]
+    ranked = score_units(question, "how_much", units)
+    assert [(u.doc_id, u.first, u.score) for u in ranked] == [
+        ("coffee", 0, 2.75),  # cue 1.0 + overlap 0.8 + document 0.8 + retrieved 0.1 + lead 0.05
+        ("coffee", 1, 1.7),  # no cue
+        ("cola", 0, 1.45),  # cue, but no word of the question and a lower-ranked document
+        ("wine", 0, 0.25),
+    ]
+    # the roasted seeds neither qualify nor support the amount (no cue); the cola amount answers but shares
+    # no word with the question; the wine rule is off the question: the answer alone
+    assert [u.text for u in select_units(question, "how_much", ranked)] == ["Have no more than 2 mugs of coffee a day."]
+    units[2] = unit("A mug of filter coffee has about 140 mg, so two mugs reach the limit.", "cola", 1, 0)
+    ranked = score_units(question, "how_much", units)
+    assert [(u.doc_id, u.score) for u in ranked[:2]] == [("coffee", 2.75), ("cola", 2.25)]
+    assert [u.text for u in select_units(question, "how_much", ranked)] == ["Have no more than 2 mugs of coffee a day."]
+    units[2].doc_rank = 0  # were the cola card ranked first too, it would score 2.75 (>= 0.9 x the answer's)
+    ranked = score_units(question, "how_much", units)
+    # now it answers (an amount, the word "coffee", within 0.9 of the answer): it joins, after the answer
+    assert [u.text for u in select_units(question, "how_much", ranked)] == [
+        "Have no more than 2 mugs of coffee a day.",
+        "A mug of filter coffee has about 140 mg, so two mugs reach the limit.",
+    ]
+
+
+def test_a_model_score_is_one_more_term() -> None:
+    out = compose("Why is green tea a problem in pregnancy?", TEA_WHY, WINE, model=lambda q, texts: [0.0] * len(texts))
+
+    assert out.detail["answer"]["parts"]["model"] == 0.5  # all equal: normalised to 1, weight 0.5
+
+
+def test_compose_reply_validates_a_sentence_found_beside_the_retrieved_segment() -> None:
+    from chatbot.settings import ComposeSettings
+    from chatbot.stages.compose import compose_reply
+
+    out = compose_reply(
+        "How much green tea can I drink a day?",
+        hits(TEA_WHY, WINE),
+        embedder=None,  # the cues scorer embeds nothing
+        settings=ComposeSettings(),
+        document_segments=lambda doc_id: TEA_DOC,
+    )
+
+    assert (out.mode, out.text) == ("extractive", "Have no more than 4 cups of green tea a day.")
+    attempt = out.trace["attempts"][-1]
+    assert attempt["validators"][0] == {"validator": "verbatim-certified", "outcome": "pass", "sentences": 1}
+    assert attempt["answer"]["segment_id"] == "tea#1"
+
+
+def test_the_answering_document_becomes_the_first_link_and_the_others_keep_their_order() -> None:
+    from chatbot.answer import answer_first_links, certified_links
+
+    top = hits(WINE, TEA_WHY, TEA_AMOUNT)
+    links = certified_links(top)
+    trace = {"attempts": [{"mode": "extractive", "answer": {"doc_id": "tea"}}]}
+
+    assert [link["segment_id"] for link in answer_first_links(links, top, trace)] == ["tea#0", "wine#0", "tea#1"]
+    assert answer_first_links(links, top, {"attempts": [{"mode": "generative"}]}) == links
+    assert answer_first_links(links, top, {"attempts": [{"answer": {"doc_id": "wine"}}]}) == links
