@@ -11,7 +11,9 @@ the reply, case- and whitespace-insensitive; a refused question scores 0), the s
 first link is the answering card, how many were refused ("no certified information") or got no reply,
 reply length (characters) and compose latency (``trace.timings_ms.compose``: composing and validating)
 p50/p90; then one row per question with the reply, what was missing and the sentence the composer took as
-the answer. Markdown and JSON go to ``evaluation/results/replies-NAME.{md,json}`` with the exact command.
+the answer. Markdown and JSON go to ``evaluation/results/replies-NAME.{md,json}`` with the exact command, and
+``replies-NAME.per_query.jsonl`` for paired tests between runs: ``python -m evaluation.compare_runs
+evaluation/results/replies-A:replies=A evaluation/results/replies-B:replies=B --metric recall``.
 """
 
 from __future__ import annotations
@@ -235,6 +237,22 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         )
     report = out_dir / f"replies-{name}.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # per question, in the shape evaluation.compare_runs reads (REPORT:replies), for paired tests between runs
+    per_query = [
+        {
+            "query_id": r["id"],
+            "pipeline": "replies",
+            "recall": r["recall"],
+            "first_link_ok": int(r["first_link_ok"]),
+            "answered": int(r["status"] == "answered"),
+            "reply_chars": r["reply_chars"],
+            "compose_ms": r["compose_ms"] or 0.0,
+        }
+        for r in result["rows"]
+    ]
+    (out_dir / f"replies-{name}.per_query.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in per_query), encoding="utf-8"
+    )
     (out_dir / f"replies-{name}.json").write_text(
         json.dumps({**result, "command": command}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )

@@ -83,3 +83,38 @@ def test_shipped_reply_sets_quote_their_cards(name: str) -> None:
             assert phrase in card, (item.id, phrase)
     langs = [i.language for i in items]
     assert min(langs.count("en"), langs.count("it")) >= (35 if name == "replyset.jsonl" else 10)
+
+
+def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) -> None:
+    from evaluation.bench_replies import write_report
+
+    item = load_reply_set(_write(tmp_path, [ROW]))[0]
+    reply = {"status": "answered", "reply": "Up to 200 milligrams a day.", "links": [], "trace": {}}
+    result = run_replies([item], lambda q: reply, log=lambda *a: None)
+    result.update(
+        data="set.jsonl",
+        seconds=1.0,
+        settings={
+            "compose_mode": "extractive",
+            "answer_scorer": "cues",
+            "embedding_model": "e5",
+            "pipeline": "dense+rerank",
+            "overrides": [],
+            "cpu": "test",
+        },
+    )
+    report = write_report(result, tmp_path / "out", "t", "chatbot eval replies --data set.jsonl")
+    assert "| all | 1 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
+    assert json.loads((tmp_path / "out" / "replies-t.json").read_text())["command"].startswith("chatbot eval replies")
+    rows = [json.loads(line) for line in (tmp_path / "out" / "replies-t.per_query.jsonl").read_text().splitlines()]
+    assert rows == [
+        {
+            "query_id": "q1",
+            "pipeline": "replies",
+            "recall": 1.0,
+            "first_link_ok": 0,
+            "answered": 1,
+            "reply_chars": 27,
+            "compose_ms": 0.0,
+        }
+    ]
