@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.settings import PROJECT_ROOT
-from chatbot.stages.redflags import ACTIONS, screen
+from chatbot.stages.redflags import ACTIONS, CATEGORY_ACTION, raw_text, rule_flags, screen
 
 RESULTS = PROJECT_ROOT / "evaluation" / "results"
 
@@ -93,15 +93,16 @@ def evaluate(cases: list[dict[str, Any]], classifier: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = screen(case["text"], classifier)
         ms.append((time.perf_counter() - t0) * 1000)
-        rules = result.rule_flags
-        from chatbot.stages.redflags import CATEGORY_ACTION
+        rules = rule_flags(raw_text(case["text"]))  # the rules alone, whatever the screen made of them
 
         rule_actions = [CATEGORY_ACTION[f.category] for f in rules]
+        fired = (result.classifier or {}).get("fired", [])
         rows.append(
             {
                 **case,
                 "screen": {"urgent": result.urgent, "action": result.action, "actions": list(result.actions)},
                 "rules": {"urgent": bool(rules), "action": rule_actions[0] if rule_actions else None},
+                "classifier": {"urgent": bool(fired), "action": fired[0] if fired else None},
                 "why": {
                     "rules": [f.category for f in rules],
                     "classifier": (result.classifier or {}).get("fired", []),
@@ -110,6 +111,15 @@ def evaluate(cases: list[dict[str, Any]], classifier: Any) -> dict[str, Any]:
             }
         )
     out: dict[str, Any] = {"overall": {"screen": rates(rows, "screen"), "rules_alone": rates(rows, "rules")}}
+    if classifier is not None:
+        out["overall"]["classifier_alone"] = rates(rows, "classifier")
+        floor = (classifier.meta.get("rule_floor_validation") or {}).get("floor")
+        if floor:  # the alternative measured on validation: a rule counts only above the classifier's floor
+            for r in rows:
+                score = r["why"]["urgent_score"] or 0.0
+                keep = r["rules"]["urgent"] and score >= floor
+                r["floored"] = r["classifier"] if not keep else {"urgent": True, "action": r["screen"]["action"]}
+            out["overall"][f"rules_floored_at_{floor}"] = rates(rows, "floored")
     for field in ("language", "action", "kind"):
         groups: dict[str, list] = {}
         for r in rows:
@@ -173,6 +183,20 @@ def markdown(report: dict[str, Any]) -> str:
         f"right action first {_pct(s['right_action_first'])}; {s['misses']} missed of {s['urgent']} urgent.",
         f"- Rules alone: recall {_pct(r['recall'])}, precision {_pct(r['precision'])}, false-alarm rate "
         f"{_pct(r['false_alarm_rate'])}, right action first {_pct(r['right_action_first'])}.",
+        *(
+            [
+                f"- Classifier alone: recall {_pct(c['recall'])}, precision {_pct(c['precision'])}, false-alarm "
+                f"rate {_pct(c['false_alarm_rate'])}, right action first {_pct(c['right_action_first'])}."
+            ]
+            if (c := report["overall"].get("classifier_alone"))
+            else []
+        ),
+        *(
+            f"- Variant {k.replace('_', ' ')} (floor chosen on validation, not shipped): recall "
+            f"{_pct(v['recall'])}, precision {_pct(v['precision'])}, false-alarm rate {_pct(v['false_alarm_rate'])}."
+            for k, v in report["overall"].items()
+            if k.startswith("rules_floored")
+        ),
         f"- Screen latency per message: p50 {lat['p50']} ms, p95 {lat['p95']} ms, max {lat['max']} ms.",
         "",
     ]

@@ -207,6 +207,17 @@ def test_rules_or_classifier_either_one_is_enough_and_a_confident_classifier_pic
     assert unsure.actions == ("emergency", "maternity_unit")
 
 
+def test_a_rule_floor_lets_a_confident_classifier_overrule_the_rules():
+    calm = _FakeClassifier(None)
+    calm.rule_floor = 0.05  # the fake scores 0.02 when nothing fired
+
+    result = screen("How many paracetamol is an overdose?", calm)
+
+    assert result.urgent is False and result.rule_flags == ()
+    assert result.classifier["rules_overruled"] == ["overdose"]
+    assert screen("How many paracetamol is an overdose?", _FakeClassifier(None)).action == "poisoning"
+
+
 # -- never skipped -----------------------------------------------------------------------------------------
 
 
@@ -283,3 +294,72 @@ def test_the_shipped_screen_default_is_used_when_no_classifier_is_given(monkeypa
     )
     assert redflags.screen("hello").urgent is False
     assert calls == [()]
+
+
+# -- the shipped screen (rules OR the trained classifier in models/redflags) ------------------------------
+
+shipped = pytest.mark.skipif(
+    not (Path(__file__).resolve().parent.parent / "models" / "redflags" / "weights.npz").exists(),
+    reason="no trained red-flag classifier in models/redflags",
+)
+
+SHIPPED_CASES = [  # what the rules alone miss: typos, no accents, abbreviations, third person, brand names
+    ("emergency", "my newborn has gone blue round the lips and is breathing weird"),
+    ("emergency", "ho partorito 5 giorni fa, perdo tantissimo sangue con coaguli e mi gira la testa"),
+    ("poisoning", "my toddler drank some bleach from under the sink"),
+    ("poisoning", "mio figlio di 2 anni ha bevuto il detersivo per i piatti"),
+    ("poisoning", "ho preso 20 tachipirine"),
+    ("mental_health", "my wife says she wants to end her life since the birth"),  # third person
+    ("mental_health", "i want to kil myself"),  # typo
+    ("mental_health", "mia moglie dice che vuole morire dopo il parto"),  # third person
+    ("mental_health", "since the baby came I keep thinking everyone would be better off if I was dead"),
+    ("maternity_unit", "nn sento il bimbo muoversi da ieri sn a 35 sett"),  # abbreviations, no accents
+    ("maternity_unit", "no movements since yesterday 34 wks pls help"),
+]
+
+
+@shipped
+@pytest.mark.parametrize(("action", "text"), SHIPPED_CASES)
+def test_the_shipped_screen_finds_what_the_rules_miss(action, text):
+    result = screen(text)
+
+    assert result.urgent is True
+    assert result.action == action
+    assert result.classifier is not None and result.classifier["fired"] == [action]
+
+
+@shipped
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can my baby sleep in my bed?",
+        "Until what week can I fly?",
+        "How much paracetamol can I give my 2 year old?",
+        "Quanta tachipirina posso dare a mio figlio di 15 kg?",
+        "Il bambino può dormire nel lettone?",
+        "Fino a che settimana posso volare?",
+        "What is postpartum psychosis?",
+        "Cos'è la depressione post partum?",
+        "My back is killing me at 30 weeks",
+        "What is a febrile seizure?",
+    ],
+)
+def test_the_shipped_screen_leaves_ordinary_questions_alone(text):
+    result = screen(text)
+
+    assert result.urgent is False
+    assert result.classifier["fired"] == []
+
+
+@shipped
+def test_the_shipped_screen_is_fast():
+    import time
+
+    texts = [c[1] for c in SHIPPED_CASES] * 3
+    screen(texts[0])
+    times = []
+    for t in texts:
+        start = time.perf_counter()
+        screen(t)
+        times.append((time.perf_counter() - start) * 1000)
+    assert sorted(times)[len(times) // 2] < 50

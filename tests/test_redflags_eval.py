@@ -22,7 +22,7 @@ def test_rules_only_report_counts_misses_false_alarms_and_wrong_actions(tmp_path
     assert (overall["urgent"], overall["ordinary"], overall["misses"], overall["false_alarms"]) == (4, 3, 1, 1)
     assert overall["recall"] == 0.75 and overall["precision"] == 0.75 and overall["false_alarm_rate"] == 0.3333
     assert overall["right_action_first"] == 0.6667
-    assert report["overall"]["rules_alone"] == overall
+    assert report["overall"]["rules_alone"] == overall and "classifier_alone" not in report["overall"]
     assert [m["id"] for m in report["misses"]] == ["t4"]
     assert [f["id"] for f in report["false_alarms"]] == ["t6"]
     assert report["false_alarms"][0]["why"]["rules"] == ["overdose"]

@@ -112,6 +112,9 @@ class RedFlagClassifier:
         self.threshold = float(threshold)
         self.meta = meta or {}
         self.n_features = weights.shape[1]
+        # 0: rules OR classifier (the default). Above 0: a rule counts only when the classifier's urgent score
+        # reaches it (the rules' false alarms on informational questions, models/redflags/README.md).
+        self.rule_floor = float(self.meta.get("rule_floor", 0.0))
 
     @classmethod
     def load(cls, folder: Path) -> RedFlagClassifier:

@@ -118,14 +118,18 @@ def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
         classifier = shipped_classifier()
     flags = rule_flags(text)
     scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
-    for flag in flags:  # a rule is sure of urgency, less of the action: a confident classifier picks it
-        scores[CATEGORY_ACTION[flag.category]] = RULE_ACTION_SCORE
     info: dict[str, Any] | None = None
     if classifier is not None:
         result = classifier.predict(text)
         info = result.trace()
+        floor = getattr(classifier, "rule_floor", 0.0)
+        if floor and flags and result.urgent_score < floor:
+            info["rules_overruled"] = [f.category for f in flags]
+            flags = []
         for action in result.fired:
             scores[action] = max(scores[action], result.scores[action])
+    for flag in flags:  # a rule is sure of urgency, less of the action: a confident classifier picks it
+        scores[CATEGORY_ACTION[flag.category]] = max(scores[CATEGORY_ACTION[flag.category]], RULE_ACTION_SCORE)
     fired = [a for a in ACTIONS if scores[a] > 0]
     fired.sort(key=lambda a: (-scores[a], ACTIONS.index(a)))
     return Screen(bool(fired), tuple(fired), tuple(flags), info, (time.perf_counter() - start) * 1000)

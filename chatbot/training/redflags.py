@@ -32,7 +32,17 @@ import numpy as np
 
 from chatbot.settings import PROJECT_ROOT
 from chatbot.stages.redflag_classifier import LABELS, N_FEATURES, RedFlagClassifier, features
-from chatbot.training.redflag_seeds import MIXED, NEGATIVES, POSITIVES, SLOTS
+from chatbot.training.redflag_seeds import (
+    FOLLOW_UPS,
+    INFO_FRAMES,
+    MIXED,
+    NEGATIVES,
+    PAST_EVENTS,
+    PAST_MARKERS,
+    POSITIVES,
+    SLOTS,
+    TOPICS,
+)
 
 DATA_ROOT = PROJECT_ROOT.parent / "shared" / "data"
 SHARED_SETS = {"mediqa": "en", "mediqa-it": "it", "maternal": "en", "medquad": "en"}
@@ -155,8 +165,8 @@ def expand(text: str, lang: str, rng: random.Random, ordinary: list[str], urgent
         text = f"{text} {rng.choice(SUFFIX[lang] if urgent else SUFFIX[lang][1:4])}"
     if r() < 0.3:
         text = abbreviate(text, lang, rng)
-    if r() < 0.4:
-        text = typos(text, rng, rng.randint(1, 3))
+    if r() < 0.4:  # one or two typos (three in a short message made unreadable "patients")
+        text = typos(text, rng, 1 if r() < 0.6 else 2)
     if r() < 0.35:
         text = strip_accents(text)
     if r() < 0.3:
@@ -230,6 +240,18 @@ def build(rng: random.Random, per_pos: int, per_neg: int, data_root: Path, medqu
             k = per_neg if split == "train" else max(3, per_neg // 4)
             for _ in range(k):
                 sets[split].append((expand(fill(seed, lang, rng), lang, rng, [], False), "none", lang, "negative"))
+        for frame in INFO_FRAMES[lang]:  # informational frames x scary topics; held out by topic
+            for topic in TOPICS[lang]:
+                split = "val" if _held_out(topic) else "train"
+                if split == "val" and rng.random() < 0.7:
+                    continue
+                text = expand(frame.replace("{x}", topic), lang, rng, [], False)
+                sets[split].append((text[0].upper() + text[1:], "none", lang, "informational"))
+        for event in PAST_EVENTS[lang]:  # past events with an ordinary follow-up; held out by event
+            split = "val" if _held_out(event) else "train"
+            for _ in range(per_neg // 2 if split == "train" else 3):
+                text = f"{rng.choice(PAST_MARKERS[lang])} {event}, {rng.choice(FOLLOW_UPS[lang])}"
+                sets[split].append((expand(text, lang, rng, [], False), "none", lang, "past"))
         train_neg = [fill(s, lang, rng) for s in seeds if not _held_out(s)]
         for _ in range(per_neg * 10):  # two ordinary questions run together stay ordinary
             a, b = rng.sample(train_neg + ordinary[lang], 2)
@@ -351,12 +373,23 @@ def main(argv: list[str] | None = None) -> int:
             mask = np.array([str(v) == key for v in values])
             by[f"{name}={key}"] = rates(fired[mask], val_urgent[mask])
     report["validation_by"] = by
+    # the alternative to rules OR classifier: a rule counts only when the classifier's score reaches a floor;
+    # the highest floor of the grid that keeps the recall at this threshold (not shipped: rule_floor stays 0)
+    floor = 0.0
+    for candidate in (0.005, 0.01, 0.02, 0.05, 0.1):
+        if (((rules & (scores >= candidate)) | (scores >= threshold))[val_urgent]).mean() >= args.recall:
+            floor = candidate
+    floored = (rules & (scores >= floor)) | (scores >= threshold)
+    report["rule_floor_validation"] = {"floor": floor, "validation": rates(floored, val_urgent)}
     right = [a == b for a, b, u, f in zip(actions, val_action, val_urgent, fired, strict=True) if u and f and b]
     report["validation_action_accuracy"] = round(sum(right) / max(1, len(right)), 4)
-    report["false_alarms_sample"] = [t for t, f, u in zip(val_texts, fired, val_urgent, strict=True) if f and not u][
-        :40
-    ]
-    report["misses_sample"] = [t for t, f, u in zip(val_texts, fired, val_urgent, strict=True) if u and not f][:40]
+    # the shared sets' texts are never written out (their licences): only our own and the red-team texts
+    report["false_alarms_sample"] = [
+        t
+        for t, f, u, src in zip(val_texts, fired, val_urgent, val_source, strict=True)
+        if f and not u and src != "shared"
+    ][:60]
+    report["misses_sample"] = [t for t, f, u in zip(val_texts, fired, val_urgent, strict=True) if u and not f][:60]
     args.out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
         args.out / "weights.npz", weights_int8=q, scales=scale, bias=model.intercept_.astype(np.float32)
@@ -369,12 +402,15 @@ def main(argv: list[str] | None = None) -> int:
         "head": f"multinomial logistic regression, C={args.C}, int8 weights (one scale per class)",
         "seed": args.seed,
         "validation": report["validation"],
+        "rule_floor": 0.0,
+        "rule_floor_validation": report["rule_floor_validation"],
     }
     (args.out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(json.dumps({k: report[k] for k in ("threshold", "validation", "classifier_alone")}, indent=2))
+    keys = ("threshold", "validation", "classifier_alone", "rule_floor_validation")
+    print(json.dumps({k: report[k] for k in keys}, indent=2))
     print(f"done in {time.perf_counter() - t0:.0f} s; weights in {args.out}", file=sys.stderr)
     return 0
 
