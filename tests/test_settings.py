@@ -112,7 +112,10 @@ def test_missing_config_file_is_an_error(monkeypatch, tmp_path):
         ({"rerank": {"runtime": "tensorrt"}}, r"rerank\.runtime\s+Input should be 'onnx' or 'torch'"),
         ({"rerank": {"max_length": 1024}}, r"rerank\.max_length\s+Input should be less than or equal to 512"),
         ({"safety": {"relevance_score": "x"}}, r"safety\.relevance_score\s+Input should be 'dense' or 'cross-encoder'"),
-        ({"embedding": {"model": "gpt"}}, r"embedding\.model\s+Input should be 'minilm', 'e5' or 'use'"),
+        (
+            {"embedding": {"model": "gpt"}},
+            r"embedding\.model\s+Input should be 'minilm', 'e5', 'use', 'e5-onnx' or 'endpoint'",
+        ),
         ({"llm": {"timeout_s": 0}}, r"llm\.timeout_s\s+Input should be greater than 0"),
         ({"nonsense": {}}, r"nonsense\s+Extra inputs are not permitted"),
     ],
