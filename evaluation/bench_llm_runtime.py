@@ -133,7 +133,7 @@ def write(results: dict[str, dict[str, Any]], args: argparse.Namespace, configs)
             )
         else:
             rows.append(f"| {name} | — | — | — | — | 0 | {r.get('error', '')[:300]} |")
-    command = command_line()
+    command = command_line().replace("chatbot ", "python -m evaluation.bench_llm_runtime ", 1)
     lines = [
         "# llama-server build variants: tokens/s (issue 12)",
         "",
