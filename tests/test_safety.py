@@ -509,7 +509,10 @@ def test_an_italian_question_gets_the_italian_certified_text(bilingual):
     result = answer("Perché l'asma (asthma) peggiora di notte?", bilingual)
 
     assert (result["status"], result["language"]) == ("answered", "it")
-    assert result["reply"] == "L'asma (asthma) peggiora spesso di notte."  # the Italian card, verbatim
+    # the Italian card, verbatim: the answering sentence, then its own card's support (answer-first composer)
+    assert result["reply"] == (
+        "L'asma (asthma) peggiora spesso di notte. Un piano scritto per l'asma aiuta a dormire meglio."
+    )
     assert {link["url"] for link in result["links"]} >= {"https://example.org/asma", "https://example.org/asthma"}
 
 

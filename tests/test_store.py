@@ -149,7 +149,8 @@ def check_invalid_input_turns_are_stored_safely(store) -> None:
 
     from chatbot.answer import answer
 
-    services = SimpleNamespace(settings=Settings())  # invalid input never reaches the pipeline
+    # invalid input never reaches the pipeline; the red-flag screen still runs (rules only here)
+    services = SimpleNamespace(settings=Settings(), redflag_classifier=None)
     conv = repo.new_conversation_id()
     for question, stored, reply, note in INVALID_INPUTS:
         ans = answer(question, services)
@@ -158,7 +159,10 @@ def check_invalid_input_turns_are_stored_safely(store) -> None:
         assert (turn["question"], turn["reply"], turn["links"], turn["status"]) == (stored, reply, [], "invalid_input")
         assert turn["language"] == "unknown" and turn["flagged"] is False
         assert turn["trace"].get("input") == note
-        assert turn["trace"]["safety"] == {"input": "invalid"}
+        safety = turn["trace"]["safety"]
+        assert (set(safety), safety["input"]) == ({"input", "red_flag_screen"}, "invalid")
+        screen = {k: v for k, v in safety["red_flag_screen"].items() if k != "ms"}
+        assert screen == {"actions": [], "classifier": None, "rules": [], "urgent": False}
     drafted = {**ANSWER, "trace": {**ANSWER["trace"], "compose": {"attempts": [{"draft": "caf\x00feine"}]}}}
     turn = repo.get_turn(store, repo.record_turn(store, conv, drafted))
     assert turn["trace"]["compose"] == {"attempts": [{"draft": "caf\\x00feine"}]}
