@@ -8,6 +8,7 @@ from typing import Any
 
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult, Services, run_pipeline, stage_event
+from chatbot.stages.route import route
 
 MAX_QUESTION_CHARS = 2000
 
@@ -119,7 +120,7 @@ def _reranker_details(question: str, pipeline: str, services: Services) -> dict[
 
 
 def _relevance(
-    top: list[Hit], services: Services, language: str = "en"
+    top: list[Hit], services: Services, language: str = "en", positive: str | None = None
 ) -> tuple[str | None, float | None, float | None]:
     """(score name, best score among the top hits, threshold): the bi-encoder cosine (by default, also after
     a cross-encoder reranked: it separates answerable from off-topic questions better, see
@@ -130,8 +131,12 @@ def _relevance(
     if safety.relevance_score == "cross-encoder" and top and "cross-encoder" in top[0].detail:
         best = max(h.detail["cross-encoder"] for h in top if "cross-encoder" in h.detail)
         return "cross-encoder", best, safety.min_relevance_cross_encoder
+    table = safety.min_relevance_dense_it if language == "it" else safety.min_relevance_dense
+    if positive is not None and top and all(f"term:{positive}" in h.detail for h in top):
+        # an exclusion question is judged by its positive part: the excluded thing would only lower the score
+        best = max(h.detail[f"term:{positive}"] for h in top)
+        return "dense:positive", best, threshold_for(table, services, "safety.min_relevance")
     if top and all("dense" in h.detail for h in top):
-        table = safety.min_relevance_dense_it if language == "it" else safety.min_relevance_dense
         return "dense", max(h.detail["dense"] for h in top), threshold_for(table, services, "safety.min_relevance")
     return None, None, None
 
@@ -215,7 +220,6 @@ def _answer(
     from chatbot.stages import safety as sf
 
     start = time.perf_counter()
-    pipeline = pipeline or services.settings.retrieval.pipeline
     cfg = services.settings.safety
     try:
         text = validate_question(question, cfg.max_question_chars)
@@ -262,8 +266,10 @@ def _answer(
             language=reply_lang,
             trace={"safety": {**safety_trace, "relevance": "nothing left to search after removing links/markup"}},
         )
+    chosen = route(query, pipeline, services.settings)
+    pipeline = chosen.pipeline
     result = run_pipeline(pipeline, query, services)
-    name, score, threshold = _relevance(result.top, services, lang.language)
+    name, score, threshold = _relevance(result.top, services, lang.language, positive=chosen.positive)
     relevant = bool(result.top) and (score is None or threshold is None or score >= threshold)
     safety_trace["relevance"] = {
         "score": None if score is None else round(score, 4),
@@ -274,7 +280,7 @@ def _answer(
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
         total = (time.perf_counter() - start) * 1000
-        trace = {**_trace(result, pipeline, services, total), "safety": safety_trace}
+        trace = {**_trace(result, pipeline, services, total), "route": chosen.trace(), "safety": safety_trace}
         if compose_trace is not None:
             trace["compose"] = compose_trace
             trace["validators"] = [

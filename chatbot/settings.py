@@ -143,6 +143,12 @@ class RetrievalSettings(_Group):
     pipeline: str = Field(
         default="dense+rerank", description="Pipeline used by `chatbot ask`: bm25, dense, dense+rerank."
     )
+    route_exclusions: bool = Field(
+        default=True,
+        description="Send exclusion questions ('other than X', 'oltre a X') to the logical decomposition and "
+        "every other question to `pipeline` (chatbot.stages.route); a pipeline named by the caller is kept. "
+        "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
+    )
 
 
 class RerankSettings(_Group):

@@ -29,7 +29,7 @@ import numpy as np
 from evaluation.splits import split_of
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10")
+METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10", "Success@1")
 DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
 QUESTION_TYPES = ("evaluative", "other")
 TYPE_FIELDS = ("question_type", "type")
@@ -130,11 +130,11 @@ def apply_overrides(settings, items: Sequence[str]):
 
 
 def compute_metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[str]]) -> dict[str, Any]:
-    """Aggregate and per-query nDCG@10, P@3, R@50, MRR@10 for ranked document ids per query."""
+    """Aggregate and per-query nDCG@10, P@3, R@50, MRR@10, Success@1 for ranked document ids per query."""
     import ir_measures
-    from ir_measures import RR, P, R, nDCG
+    from ir_measures import RR, P, R, Success, nDCG
 
-    measures = {"nDCG@10": nDCG @ 10, "P@3": P @ 3, "R@50": R @ 50, "MRR@10": RR @ 10}
+    measures = {"nDCG@10": nDCG @ 10, "P@3": P @ 3, "R@50": R @ 50, "MRR@10": RR @ 10, "Success@1": Success @ 1}
     qrel_list = [ir_measures.Qrel(q, d, s) for q, docs in qrels.items() for d, s in docs.items()]
     run_list = [
         ir_measures.ScoredDoc(q, d, float(len(ranked) - i)) for q, ranked in runs.items() for i, d in enumerate(ranked)
@@ -328,15 +328,16 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         f"Embedder: {result['settings']['embedding']}; reranker: {result['settings']['rerank']['kind']}; "
         f"index: {json.dumps(result['index'])}",
         "",
-        "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms | LLM fallbacks |",
-        "|---|---|---|---|---|---|---|---|",
+        "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | Success@1 | latency p50 ms | p95 ms | LLM fallbacks |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     fell_back_counts = summary.get("llm_fallbacks", {})
     for p in pipes:
         s = summary["pipelines"][p]
         lines.append(
             f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
-            f"{s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | {fell_back_counts.get(p, 0)} |"
+            f"{s['Success@1']:.4f} | {s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | "
+            f"{fell_back_counts.get(p, 0)} |"
         )
     types = summary.get("by_type", {})
     if types:

@@ -38,8 +38,9 @@ def test_metrics_on_hand_made_runs_have_exact_values():
     assert q1["P@3"] == pytest.approx(1 / 3)
     assert q1["R@50"] == pytest.approx(1.0)
     assert q1["MRR@10"] == pytest.approx(0.5)
+    assert q1["Success@1"] == 0.0  # the first document, b, is judged 0
     # q2 retrieves nothing relevant: every metric 0 and still counted in the mean.
-    assert m["per_query"]["q2"] == {"nDCG@10": 0.0, "P@3": 0.0, "R@50": 0.0, "MRR@10": 0.0}
+    assert m["per_query"]["q2"] == {"nDCG@10": 0.0, "P@3": 0.0, "R@50": 0.0, "MRR@10": 0.0, "Success@1": 0.0}
     assert m["aggregate"]["MRR@10"] == pytest.approx(0.25)
     assert m["aggregate"]["P@3"] == pytest.approx(1 / 6)
 
@@ -48,6 +49,7 @@ def test_a_query_with_an_empty_run_scores_zero_not_dropped():
     m = compute_metrics({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": ["a"], "q2": []})
 
     assert m["aggregate"]["MRR@10"] == pytest.approx(0.5)
+    assert m["aggregate"]["Success@1"] == pytest.approx(0.5)
 
 
 def test_paired_tests_report_identical_pipelines_as_p_one():
@@ -219,7 +221,7 @@ def test_every_report_splits_metrics_by_question_type(tmp_path, fake_embedder):
     saved = json.loads((tmp_path / "out" / "typed.summary.json").read_text())
     assert saved["by_type"] == types
     # The existing summary keys keep their shape beside the new one.
-    assert set(saved["pipelines"]["dense"]) == {"nDCG@10", "P@3", "R@50", "MRR@10", "latency_ms"}
+    assert set(saved["pipelines"]["dense"]) == {"nDCG@10", "P@3", "R@50", "MRR@10", "Success@1", "latency_ms"}
 
 
 def test_a_type_without_queries_is_reported_empty():
@@ -363,7 +365,7 @@ def test_llm_fallbacks_are_counted_in_the_table_and_strict_exits_4(tmp_path, mon
     assert summary["llm_fallbacks"] == {"hyde": 2, "dense": 0}
     assert "warning: 2 queries fell back to naive retrieval because the LLM failed" in out.err
     report = (tmp_path / "out" / "tiny.md").read_text()
-    assert "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | latency p50 ms | p95 ms | LLM fallbacks |" in report
+    assert "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | Success@1 | latency p50 ms | p95 ms | LLM fallbacks |" in report
     assert report.count(" | 2 |\n") == 1  # the hyde row's last column
 
     assert cli.main([*args, "--strict"]) == 4

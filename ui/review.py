@@ -103,6 +103,12 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             f"(threshold {memory.get('threshold')}), approval #{memory.get('approval_id')}: "
             f"“{memory.get('approved_question')}”"
         )
+    routed = trace.get("route") or {}
+    if routed:
+        lines.append(
+            f"**Route:** `{routed.get('pipeline')}` ({routed.get('reason')})"
+            + (f" · decomposition `{routed['decomposition']}`" if routed.get("decomposition") else "")
+        )
     warning = fallback_warning({"trace": trace})
     if warning:
         lines.append(f"**LLM fallback:** {warning}")

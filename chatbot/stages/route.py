@@ -1,0 +1,49 @@
+"""The patient's-path router: an exclusion question goes to the logical decomposition, every other question to
+the configured pipeline.
+
+"What helps with nausea in pregnancy other than ginger?" → ``logical`` (``"What helps with nausea in
+pregnancy" AND NOT "ginger"``); "What helps with nausea in pregnancy?" → ``retrieval.pipeline``. The
+exclusion detector is ``chatbot.logical.detect`` (English and Italian cues, no LLM call). A pipeline named by
+the caller (``chatbot ask --pipeline``, the harness) is kept as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from chatbot.logical.detect import analyse
+from chatbot.logical.query import to_string
+
+EXCLUSION_PIPELINE = "logical"
+
+
+@dataclass(frozen=True)
+class Route:
+    pipeline: str
+    reason: str
+    decomposition: str | None = None  # the logical query, e.g. '"A" AND NOT "B"'
+    positive: str | None = None  # the question with its exclusions cut out (what the relevance gate judges)
+    excluded: tuple[str, ...] = ()
+
+    def trace(self) -> dict[str, Any]:
+        return {**asdict(self), "excluded": list(self.excluded)}
+
+
+def route(question: str, requested: str | None, settings: Any) -> Route:
+    """Which pipeline answers ``question``, and why."""
+    if requested:
+        return Route(requested, "pipeline named by the caller")
+    default = settings.retrieval.pipeline
+    if not settings.retrieval.route_exclusions:
+        return Route(default, "router off (retrieval.route_exclusions=false)")
+    found = analyse(question)
+    if found is None:
+        return Route(default, "no exclusion in the question")
+    return Route(
+        EXCLUSION_PIPELINE,
+        f"exclusion cue {found.cues[0]!r} ({found.language})",
+        to_string(found.query),
+        found.positive,
+        found.negatives,
+    )

@@ -1,0 +1,113 @@
+"""The patient's-path router (issue 19): exclusion questions go to the logical decomposition, the others to
+retrieval.pipeline; the relevance gate judges an exclusion question by its positive part."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatbot.answer import answer
+from chatbot.settings import Settings
+from chatbot.stages.route import Route, route
+from tests.test_logical_pipeline import DOCS, make_services
+
+
+@pytest.mark.parametrize(
+    ("question", "decomposition"),
+    [
+        (
+            "What helps with nausea in pregnancy other than ginger?",
+            '"What helps with nausea in pregnancy" AND NOT "ginger"',
+        ),
+        ("Which foods are high in iron apart from red meat?", '"Which foods are high in iron" AND NOT "red meat"'),
+        (
+            "Cosa aiuta con la nausea in gravidanza oltre allo zenzero?",
+            '"Cosa aiuta con la nausea in gravidanza" AND NOT "zenzero"',
+        ),
+        ("Quali cibi contengono ferro tranne la carne rossa?", '"Quali cibi contengono ferro" AND NOT "la carne rossa"'),
+    ],
+)
+def test_exclusion_questions_go_to_the_decomposition(question, decomposition):
+    chosen = route(question, None, Settings())
+
+    assert chosen.pipeline == "logical"
+    assert chosen.decomposition == decomposition
+    assert chosen.reason.startswith("exclusion cue ")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What helps with nausea in pregnancy?",
+        "Can I take paracetamol without food?",
+        "Posso mangiare una dieta senza glutine in gravidanza?",
+        "Is it safe to drink coffee when pregnant?",
+    ],
+)
+def test_other_questions_keep_the_configured_pipeline(question):
+    settings = Settings(retrieval={"pipeline": "dense"})
+    assert route(question, None, settings) == Route("dense", "no exclusion in the question")
+
+
+def test_a_named_pipeline_and_the_switch_win_over_the_router():
+    question = "What helps with nausea other than ginger?"
+    assert route(question, "hyde", Settings()) == Route("hyde", "pipeline named by the caller")
+    off = Settings(retrieval={"route_exclusions": False})
+    assert route(question, None, off) == Route("dense+rerank", "router off (retrieval.route_exclusions=false)")
+
+
+def test_answer_routes_an_exclusion_question_and_drops_the_excluded_document(tmp_path, fake_embedder):
+    services = make_services(tmp_path, fake_embedder)
+
+    routed = answer("asthma other than fever", services)
+    plain = answer("asthma", services)
+
+    assert routed["trace"]["route"] == {
+        "pipeline": "logical",
+        "reason": "exclusion cue 'other than' (en)",
+        "decomposition": '"asthma" AND NOT "fever"',
+        "positive": "asthma",
+        "excluded": ["fever"],
+    }
+    assert routed["trace"]["pipeline"] == "logical"
+    assert [link["url"] for link in routed["links"]][0] == "https://example.org/positive"
+    assert routed["trace"]["safety"]["relevance"]["scorer"] == "dense:positive"
+    assert plain["trace"]["route"]["pipeline"] == "dense+rerank"
+    assert plain["trace"]["safety"]["relevance"]["scorer"] == "dense"
+    assert len(DOCS) == 5
+
+
+def test_the_gate_scores_the_positive_part_not_the_whole_question(tmp_path, fake_embedder):
+    services = make_services(tmp_path, fake_embedder)
+
+    routed = answer("asthma other than fever", services)
+    top = routed["trace"]["top"]
+
+    # the positive term "asthma" against the top segments: the best is the positive card's cosine with it
+    assert routed["trace"]["safety"]["relevance"]["score"] == max(t["term:asthma"] for t in top)
+    assert routed["status"] == "answered"
+
+
+def test_the_review_page_shows_the_route_and_the_decomposition(tmp_path, fake_embedder):
+    from ui.review import detail_markdown
+
+    services = make_services(tmp_path, fake_embedder)
+    ans = answer("asthma other than fever", services)
+    turn = {
+        "id": 1,
+        "created_at": "2026-11-24T23:00:00",
+        "status": ans["status"],
+        "urgent": False,
+        "answered_by": "pipeline",
+        "pipeline": "logical",
+        "feedback": None,
+        "review_state": "unreviewed",
+        "question": ans["question"],
+        "reply": ans["reply"],
+        "links": ans["links"],
+        "trace": ans["trace"],
+        "reviews": [],
+    }
+
+    text = detail_markdown(turn)
+
+    assert '**Route:** `logical` (exclusion cue \'other than\' (en)) · decomposition `"asthma" AND NOT "fever"`' in text
