@@ -23,7 +23,10 @@ from tests.test_logical_pipeline import DOCS, make_services
             "Cosa aiuta con la nausea in gravidanza oltre allo zenzero?",
             '"Cosa aiuta con la nausea in gravidanza" AND NOT "zenzero"',
         ),
-        ("Quali cibi contengono ferro tranne la carne rossa?", '"Quali cibi contengono ferro" AND NOT "la carne rossa"'),
+        (
+            "Quali cibi contengono ferro tranne la carne rossa?",
+            '"Quali cibi contengono ferro" AND NOT "la carne rossa"',
+        ),
     ],
 )
 def test_exclusion_questions_go_to_the_decomposition(question, decomposition):
