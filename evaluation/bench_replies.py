@@ -7,7 +7,8 @@ card a correct reply must contain (``evaluation/replies/replyset.jsonl``). Each 
 ``--set compose.mode=generative``), over the cards folder (indexed incrementally first).
 
 Reported, overall and per language and per question type: key-fact recall (share of key phrases found in
-the reply, case- and whitespace-insensitive; a refused question scores 0), the share of questions whose
+the reply, case- and whitespace-insensitive; a refused question scores 0), the same in what the reply opens
+with (``opening``: does the reply LEAD with the answer), the share of questions whose
 first link is the answering card, how many were refused ("no certified information") or got no reply,
 reply length (characters) and compose latency (``trace.timings_ms.compose``: composing and validating)
 p50/p90; then one row per question with the reply, what was missing and the sentence the composer took as
@@ -107,6 +108,24 @@ def _answer_trace(ans: dict[str, Any]) -> dict[str, Any] | None:
     return attempts[-1].get("answer") if attempts else None
 
 
+def opening(ans: dict[str, Any]) -> str:
+    """What the reply opens with: the composer's answering unit when it traced one, else the first sentence
+    of the composed text (the urgent-care message and the other-language note in front of it left out)."""
+    from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences
+
+    selected = _answer_trace(ans)
+    if selected and selected.get("text"):
+        return selected["text"]
+    text = ans.get("reply", "")
+    urgent = ans.get("urgent_message")
+    if urgent and text.startswith(urgent):
+        text = text[len(urgent) :]
+    for note in OTHER_LANGUAGE_NOTE.values():
+        text = text.strip().removeprefix(note)
+    sentences = split_sentences(text)
+    return sentences[0] if sentences else ""
+
+
 def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
     """The per-question row: recall of the key phrases, the first link's card, length and latency."""
     found = (
@@ -119,6 +138,8 @@ def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
     if ans.get("links"):
         first_sid = ans["links"][0].get("segment_id", "")
         first_doc = next((t["doc_id"] for t in top if t.get("segment_id") == first_sid), first_sid.split("#")[0])
+    answered = ans.get("status") == "answered"
+    opened = phrases_found(opening(ans), item.key_phrases) if answered else [False] * len(item.key_phrases)
     timings = (ans.get("trace") or {}).get("timings_ms") or {}
     selected = _answer_trace(ans)
     return {
@@ -130,6 +151,7 @@ def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
         "status": ans.get("status"),
         "urgent": bool(ans.get("urgent")),
         "recall": sum(found) / len(found),
+        "opening_recall": sum(opened) / len(opened),
         "missing": [p for p, ok in zip(item.key_phrases, found, strict=True) if not ok],
         "first_link_doc": first_doc,
         "first_link_ok": first_doc == item.card_id,
@@ -153,6 +175,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": len(rows),
         "key_fact_recall": round(float(np.mean([r["recall"] for r in rows])), 3),
+        "opens_with_key_fact": round(float(np.mean([r["opening_recall"] for r in rows])), 3),
         "all_key_facts": round(float(np.mean([r["recall"] == 1.0 for r in rows])), 3),
         "first_link_is_card": round(float(np.mean([r["first_link_ok"] for r in rows])), 3),
         "refused": sum(r["status"] == "no_certified_info" for r in rows),
@@ -181,15 +204,16 @@ def run_replies(
 
 def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
     lines = [
-        f"| {label} | n | key-fact recall | all key facts | first link = card | refused | chars (mean) "
-        "| compose p50 ms | compose p90 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| {label} | n | key-fact recall | opens with it | all key facts | first link = card | refused "
+        "| chars (mean) | compose p50 ms | compose p90 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in groups.items():
         if not s.get("n"):
             continue
         lines.append(
-            f"| {name} | {s['n']} | {s['key_fact_recall']:.3f} | {s['all_key_facts']:.3f} | "
+            f"| {name} | {s['n']} | {s['key_fact_recall']:.3f} | {s['opens_with_key_fact']:.3f} | "
+            f"{s['all_key_facts']:.3f} | "
             f"{s['first_link_is_card']:.3f} | {s['refused']} | {s['reply_chars_mean']:.0f} | "
             f"{s['compose_ms']['p50']:.0f} | {s['compose_ms']['p90']:.0f} |"
         )
@@ -217,7 +241,9 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         f"CPU {result['settings']['cpu']}; {result['seconds']:.0f} s.",
         "",
         "Key-fact recall: share of a question's key phrases (verbatim from the answering card) found in the "
-        "reply; a refused question scores 0. First link = card: the first source link is the card that answers.",
+        "reply; a refused question scores 0. Opens with it: the same, counted in what the reply opens with only "
+        "(the composer's answering unit, else the reply's first sentence after the urgent message and the "
+        "other-language note). First link = card: the first source link is the card that answers.",
         "",
         *_table({"all": s["all"], **s["by_language"]}, "language"),
         "",
@@ -243,6 +269,7 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
             "query_id": r["id"],
             "pipeline": "replies",
             "recall": r["recall"],
+            "opening_recall": r["opening_recall"],
             "first_link_ok": int(r["first_link_ok"]),
             "answered": int(r["status"] == "answered"),
             "reply_chars": r["reply_chars"],

@@ -65,6 +65,7 @@ def test_score_item_and_summary(tmp_path: Path) -> None:
     }
     row = score_item(item, answered)
     assert (row["recall"], row["missing"], row["first_link_ok"], row["answer_score"]) == (0.5, ["a day"], True, 1.5)
+    assert row["opening_recall"] == 0.0  # the answering unit traced ("Have no more") holds neither phrase
     refused = score_item(item, {"status": "no_certified_info", "reply": "200 milligrams a day", "links": []})
     assert (refused["recall"], refused["first_link_ok"], refused["reply_chars"]) == (0.0, False, 0)
     s = summarise([row, refused])
@@ -104,7 +105,7 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
         },
     )
     report = write_report(result, tmp_path / "out", "t", "chatbot eval replies --data set.jsonl")
-    assert "| all | 1 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
+    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
     assert json.loads((tmp_path / "out" / "replies-t.json").read_text())["command"].startswith("chatbot eval replies")
     rows = [json.loads(line) for line in (tmp_path / "out" / "replies-t.per_query.jsonl").read_text().splitlines()]
     assert rows == [
@@ -112,9 +113,21 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
             "query_id": "q1",
             "pipeline": "replies",
             "recall": 1.0,
+            "opening_recall": 1.0,
             "first_link_ok": 0,
             "answered": 1,
             "reply_chars": 27,
             "compose_ms": 0.0,
         }
     ]
+
+
+def test_opening_is_the_answer_traced_else_the_first_sentence_after_urgent_text_and_language_note() -> None:
+    from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
+    from evaluation.bench_replies import opening
+
+    traced = {"reply": "B. A.", "trace": {"compose": {"attempts": [{"answer": {"text": "A."}}]}}}
+    assert opening(traced) == "A."
+    urgent = "URGENT: call 112."
+    reply = f"{urgent}\n\n{OTHER_LANGUAGE_NOTE['it']}\n\nHave no more than 200 mg a day. Tea counts too."
+    assert opening({"reply": reply, "urgent_message": urgent}) == "Have no more than 200 mg a day."

@@ -221,12 +221,10 @@ def heading_cue(kind: str, heading: str) -> float:
 # judgement of the topic (the first document is the most often right one); the model score, when given,
 # is min-max normalised over the candidates.
 W_CUE = 1.0
-# a yes/no question's verdict words ("avoid", "safe") are common: the thing asked about must weigh more
-CUE_WEIGHT = {"yes_no": 0.6}
 W_HEADING = 0.35
 # Shared words of the unit and its heading only: adding the title and the neighbouring sentences as context
 # (all units of a card then share the topic word) measured worse on the dev reply set (0.817 -> 0.789).
-W_OVERLAP = 0.8
+W_OVERLAP = 0.5
 W_MODEL = 0.5
 DOC_PRIOR = {0: 0.8, 1: 0.3, 2: 0.1}
 RETRIEVED_BONUS = 0.1  # the unit sits in a retrieved segment (not only elsewhere in the top document)
@@ -304,7 +302,7 @@ def score_units(question: str, kind: str, units: Sequence[Candidate]) -> list[Ca
     for u in units:
         own = overlap_score(question, u.text, u.heading, idf)
         parts = {
-            "cue": CUE_WEIGHT.get(kind, W_CUE) * cue_score(kind, u.text),
+            "cue": W_CUE * cue_score(kind, u.text),
             "heading": W_HEADING * heading_cue(kind, u.heading),
             "overlap": W_OVERLAP * own,
             "document": DOC_PRIOR.get(u.doc_rank, 0.0),
@@ -337,12 +335,12 @@ def select_units(
     max_units: int = 4,
     duplicate_overlap: float = 0.8,
 ) -> list[Candidate]:
-    """The reply's units: the best (the answer) first, then, in reading order, same-document units that
-    qualify it (the unit right after the answer, if it has a type cue and scores >= FOLLOW_RATIO of the
-    answer's) or support it (a type cue and score >= SUPPORT_RATIO of the answer's),
-    then other documents' units that answer too (a type cue, a word of the question in the sentence itself,
-    score >= OTHER_DOC_RATIO of the answer's); each only while the reply stays within ``max_chars`` and
-    ``max_units``, never a repeat."""
+    """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
+    right after the answer, if it has a type cue and scores >= FOLLOW_RATIO of the answer's) or support it
+    (a type cue and score >= SUPPORT_RATIO of the answer's), the answer's segment first, then in reading
+    order; then other documents' units that answer too (a type cue, a word of the question in the sentence
+    itself, score >= OTHER_DOC_RATIO of the answer's). Each joins only while the reply stays within
+    ``max_chars`` and ``max_units``, never a repeat."""
     if not ranked:
         return []
     answer = ranked[0]
@@ -394,7 +392,11 @@ def select_units(
         used |= span(u)
         stems[key(u)] = st
         length += extra
-    rest = sorted(chosen[1:], key=lambda u: (u.doc_id != answer.doc_id, u.doc_rank, u.position, u.first))
+    # the answer's own segment continues first, then the rest of its document, then other documents
+    rest = sorted(
+        chosen[1:],
+        key=lambda u: (u.segment_id != answer.segment_id, u.doc_id != answer.doc_id, u.doc_rank, u.position, u.first),
+    )
     return [answer, *rest]
 
 
