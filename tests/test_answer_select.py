@@ -106,6 +106,9 @@ def test_cues_weigh_an_amount_a_time_and_a_reason() -> None:
     assert cue_score("how_much", "Herbal blends vary a lot between brands.") == 0.0
     assert cue_score("when", "Have tea at least 1 hour after eating iron-rich food.") == 1.0
     assert cue_score("why", "Caffeine is linked to a lower birth weight.") == 0.7
+    # a yes/no question wants the rule: a prohibition and a limit, in Italian too
+    assert cue_score("yes_no", "Non bere alcol e limita la caffeina a circa 200 mg al giorno.") == 1.0
+    assert cue_score("yes_no", "Caffeine is found in tea.") == 0.0
     # a list answers as well as its best line, not the sum of its lines
     assert cue_score("how_much", "Limits\n- no more than 4 cups a day\n- 2 mugs") == 1.0
 

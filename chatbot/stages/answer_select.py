@@ -178,8 +178,8 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
                 r"\b(?:safe|safely|safer|not harmful|harmful|fine|recommended|not recommended|avoid|do not|don't|"
                 r"never|no amount|no need|no evidence|myth|allowed|suitable|not reliable|better|usual advice|"
                 r"sicur\w*|non fa male|non danneggia|evita|mai|raccomandat\w*|consentit\w*|sconsigliat\w*|"
-                r"falso mito|affidabil\w*|si può|non si fanno|non dovrebbe)\b",
-                re.I,
+                r"falso mito|affidabil\w*|si può|non si fanno|non dovrebbe)\b|^(?:- )?non\b",
+                re.I | re.M,
             ),
             0.6,
         ),
