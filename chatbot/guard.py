@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from chatbot.stages.compose import split_sentences
+from chatbot.sentences import split_sentences
 from chatbot.stages.safety import EMAIL_RE, URL_RE, detect_language
 
 GUARDRAILS_RC = "enable_metrics=false\nuse_remote_inferencing=false\n"

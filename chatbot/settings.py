@@ -485,7 +485,7 @@ class StoreSettings(_Group):
         "answers. Lower reuses more answers but risks serving an approved answer to a different question: "
         "with all-MiniLM-L6-v2 on hand-written pairs, 0.85 reused 14/30 paraphrases and 0/30 near misses, "
         "0.80 reused 18/30 but 2 near misses (evaluation/results/memory-threshold-minilm.md). Re-measure "
-        "(`python -m chatbot.memory`) when changing memory_embedder.",
+        "(`python -m evaluation.memory_threshold`) when changing memory_embedder.",
     )
     memory_embedder: Literal["minilm", "e5", "use"] = Field(
         default="minilm",
@@ -500,7 +500,7 @@ class StoreSettings(_Group):
         "in its own language. Italian stays off: on 30 Italian paraphrase pairs and 30 near misses no "
         "embedder separates them (e5 0.52, USE 0.49, MiniLM 0.26; 0.5 = chance), so any threshold serving "
         "paraphrases also serves near misses (evaluation/results/memory-threshold-it-*.md). Add a language "
-        "only after `python -m chatbot.memory --language LANG` shows a safe threshold.",
+        "only after `python -m evaluation.memory_threshold --language LANG` shows a safe threshold.",
     )
     memory_checks_urgency: bool = Field(
         default=True,

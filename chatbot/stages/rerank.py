@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from chatbot.index import Hit
-from chatbot.training.onnx_export import ONNX_FILE, file_sha256, weights_file
+from chatbot.onnx_files import ONNX_FILE, file_sha256, weights_file
 from corpus.model import Segment
 from corpus.segmenter import embedding_text
 

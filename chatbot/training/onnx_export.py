@@ -11,7 +11,6 @@ the loader then falls back to torch).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -19,26 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ONNX_FILE = Path("onnx") / "model_qint8.onnx"
+from chatbot.onnx_files import ONNX_FILE, WEIGHT_FILES, file_sha256, weights_file
+
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 OPSET = 17
-
-
-def weights_file(model_dir: Path) -> Path | None:
-    """The torch weights of a CrossEncoder directory (what the ONNX file must have been made from)."""
-    for name in WEIGHT_FILES:
-        if (model_dir / name).is_file():
-            return model_dir / name
-    return None
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+__all__ = ["ONNX_FILE", "export_onnx", "file_sha256", "weights_file"]
 
 
 def activation_of(model_dir: Path) -> str:

@@ -6,7 +6,7 @@ Data (nothing from any red-flag test set):
   abbreviations, an urgency prefix or suffix, buried inside an ordinary question, mixed language;
 - negatives: informational questions with the same scary words, everyday pregnancy/baby questions, idioms,
   past events (same expansions), two ordinary questions run together, and the TRAIN-split queries of the
-  shared sets (MEDIQA, MEDIQA-it, maternal, MedQuAD; ``evaluation.splits``) as ordinary health questions.
+  shared sets (MEDIQA, MEDIQA-it, maternal, MedQuAD; ``chatbot.splits``) as ordinary health questions.
 
 Validation: one seed in five (by a hash of its text) is held out with all its variants, and one shared
 query in five; plus the team's red-team questions (evaluation/redteam/questions.jsonl), never trained on.
@@ -185,7 +185,7 @@ def _held_out(key: str, share: int = 5) -> bool:
 
 def shared_queries(data_root: Path, limit_medquad: int) -> list[tuple[str, str, str]]:
     """(id, language, text) of the TRAIN-split queries of the shared sets (none of their test split)."""
-    from evaluation.splits import split_of
+    from chatbot.splits import split_of
 
     out = []
     for name, lang in SHARED_SETS.items():

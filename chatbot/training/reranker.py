@@ -1,6 +1,6 @@
 """Fine-tune our cross-encoder reranker from the shipped all-MiniLM-L6-v2 weights (GitHub issue 4).
 
-`chatbot train reranker -- [options]`. Only queries of the *train* split (``evaluation.splits``) are used;
+`chatbot train reranker -- [options]`. Only queries of the *train* split (``chatbot.splits``) are used;
 15% of them (by id) are held out for validation. Passages are product-sized segments (``split_text``, 900
 chars) read as "title: heading" line + text, as ``CrossEncoderReranker`` reads them; hard negatives are mined
 with our bi-encoder over a per-corpus candidate pool (vectors cached under /tmp). Default loss: listwise
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from chatbot.settings import PROJECT_ROOT
-from evaluation.splits import split_of
+from chatbot.splits import split_of
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
