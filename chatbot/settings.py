@@ -611,7 +611,7 @@ class ComposeSettings(_Group):
         "each sentence's embedder cosine to the question (embeds the candidate sentences: slower on CPU). "
         "cues+cross-encoder: plus models/reranker's (question, sentence) score, English questions only. "
         "similarity: the previous composer (sentences most similar to the question, in reading order). "
-        "Measured on the reply set: evaluation/results/replies-*.md.",
+        "Measured on the reply sets: evaluation/results/replies.md (cues: the best there, and no model).",
     )
     stream_draft: bool = Field(
         default=False,
