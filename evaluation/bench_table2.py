@@ -86,22 +86,22 @@ def segment_vectors(services, doc_ids: list[str]) -> np.ndarray:
 
 def generate(kind: str, question: str, context: str, pre_ids: list[str], services) -> tuple[Any, str, float]:
     """(Generation, cache status, LLM ms) for one LLM variant, through the HyDoc cache the pipelines use."""
-    from chatbot.stages import hyde
+    from chatbot.stages import hydoc, hydoc_cache
 
     cfg = services.settings.hyde
-    cache = hyde.cache_for(services)
-    key = hyde.cache_key_for(kind, question, services)
+    cache = hydoc_cache.cache_for(services)
+    key = hydoc_cache.cache_key_for(kind, question, services)
     cached = cache.get(key) if cache else None
     if cached:
-        return hyde.Generation(cached["hydocs"], cached.get("qtype"), cached.get("analysis", {})), "hit", 0.0
+        return hydoc.Generation(cached["hydocs"], cached.get("qtype"), cached.get("analysis", {})), "hit", 0.0
     llm = services.llm
     start = time.perf_counter()
     if kind == "hyde":
-        gen = hyde.generate_zero_shot(question, llm, cfg)
+        gen = hydoc.generate_zero_shot(question, llm, cfg)
     elif kind == "naive-rag":
-        gen = hyde.generate_naive_rag(question, context, llm, cfg)
+        gen = hydoc.generate_naive_rag(question, context, llm, cfg)
     else:
-        gen = hyde.generate_cot(question, context, llm, cfg)
+        gen = hydoc.generate_cot(question, context, llm, cfg)
     ms = (time.perf_counter() - start) * 1000
     if cache:
         value: dict[str, Any] = {"hydocs": gen.hydocs}
@@ -117,7 +117,7 @@ def measure(
     """Per-query cosines and dense rankings for every variant; the summary by variant and by type."""
     from tqdm import tqdm
 
-    from chatbot.stages import hyde
+    from chatbot.stages import hyde, hydoc, pre_retrieval
     from chatbot.stages.rerank import best_per_document
 
     cfg = services.settings.hyde
@@ -136,7 +136,7 @@ def measure(
         relevant_docs = [d for d, s in judged.qrels[qid].items() if s >= 1]
         segs = segment_vectors(services, relevant_docs)
         qvec = np.asarray(services.embedder.embed_queries([question]), dtype=np.float32)[0]
-        pre_hits, context = hyde.pre_context(hyde.search(qvec, services.index, k), cfg)
+        pre_hits, context = pre_retrieval.pre_context(services.dense.search_vector(qvec, k), cfg)
         pre_ids = [h.segment.id for h in pre_hits]
         for variant in variants:
             row: dict[str, Any] = {"query_id": qid, "type": types[qid][0], "variant": variant}
@@ -147,7 +147,7 @@ def measure(
                 try:
                     gen, status, ms = generate(variant, question, context, pre_ids, services)
                 except Exception as exc:  # LLMUnavailable, GarbageOutput...: this variant has no HyDoc here
-                    kind = getattr(exc, "kind", "garbage" if isinstance(exc, hyde.GarbageOutput) else "error")
+                    kind = getattr(exc, "kind", "garbage" if isinstance(exc, hydoc.GarbageOutput) else "error")
                     failures[variant][kind] = failures[variant].get(kind, 0) + 1
                     bar.set_postfix(failures=sum(sum(f.values()) for f in failures.values()), refresh=False)
                     rows.append({**row, "failed": kind})
@@ -159,7 +159,7 @@ def measure(
                     row["llm_type"] = gen.qtype
             best, mean = relevant_cosines(hydoc_vec, segs)
             row.update(cos_best=best, cos_all=mean, cos_search=relevant_cosines(search_vec, segs)[0])
-            ranked = best_per_document(hyde.search(search_vec, services.index, k))
+            ranked = best_per_document(services.dense.search_vector(search_vec, k))
             runs[variant][qid] = [h.segment.doc_id for h in ranked]
             rows.append(row)
 

@@ -91,7 +91,7 @@ def load_judged(data: Path, limit: int | None = None, split: str = "all") -> Jud
 def query_type(text: str, meta: dict[str, Any]) -> tuple[str, str]:
     """(type, source): ``evaluative`` or ``other``, from a known label in the query's own metadata
     (``metadata:<field>``) or else from the heuristic (``heuristic``)."""
-    from chatbot.stages.hyde import heuristic_type
+    from chatbot.stages.question_type import heuristic_type
 
     for key in TYPE_FIELDS:
         label = _TYPE_LABELS.get(str(meta.get(key, "")).strip().lower())

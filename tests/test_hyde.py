@@ -12,7 +12,7 @@ from chatbot.answer import answer
 from chatbot.pipeline import Services, get_pipeline, pipeline_names, run_pipeline
 from chatbot.prompts import PROMPTS_DIR, load_prompt, parse_prompt
 from chatbot.settings import Settings
-from chatbot.stages import hyde
+from chatbot.stages import hyde, hydoc, hydoc_cache, question_type
 from corpus.model import Document
 from tests.conftest import FakeEmbedder, indexed_services
 from tests.fake_openai import FakeOpenAIServer, closed_port
@@ -178,7 +178,7 @@ def test_repeated_question_is_served_from_the_cache_without_an_llm_call(services
 
 def test_cache_survives_a_new_process_and_is_keyed_by_model(tmp_path, server):
     run_pipeline("hyde", TIRED, make_services(tmp_path, server.base_url))
-    hyde._CACHES.clear()  # as in a new process: the SQLite file is all that is left
+    hydoc_cache._CACHES.clear()  # as in a new process: the SQLite file is all that is left
     run_pipeline("hyde", TIRED, make_services(tmp_path, server.base_url))
     assert len(server.requests) == 1
 
@@ -424,17 +424,17 @@ def test_answer_trace_carries_what_the_pipeline_did(services, server):
     ],
 )
 def test_parse_labelled(text, expected):
-    assert hyde.parse_labelled(text) == expected
+    assert hydoc.parse_labelled(text) == expected
 
 
 @pytest.mark.parametrize("bad", ["", "ok", "$$$ ### 42 %% {}", "1 2 3 4 5 6 7 8", "a b c d"])
 def test_clean_hydoc_rejects_garbage(bad):
-    with pytest.raises(hyde.GarbageOutput):
-        hyde.clean_hydoc(bad, min_words=5)
+    with pytest.raises(hydoc.GarbageOutput):
+        hydoc.clean_hydoc(bad, min_words=5)
 
 
 def test_clean_hydoc_strips_labels_and_markdown():
-    assert hyde.clean_hydoc("**Passage:** Sleep *well* to feel\n rested every day.", 5) == (
+    assert hydoc.clean_hydoc("**Passage:** Sleep *well* to feel\n rested every day.", 5) == (
         "Sleep well to feel rested every day."
     )
 
@@ -457,11 +457,11 @@ def test_clean_hydoc_strips_labels_and_markdown():
     ],
 )
 def test_heuristic_type(question, kind):
-    assert hyde.heuristic_type(question) == kind
+    assert question_type.heuristic_type(question) == kind
 
 
 def test_normalise_question():
-    assert hyde.normalise_question("  Why  am I\tTIRED?? ") == "why am i tired"
+    assert hydoc_cache.normalise_question("  Why  am I\tTIRED?? ") == "why am i tired"
 
 
 def test_prompt_loader_checks_variables():

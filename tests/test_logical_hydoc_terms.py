@@ -207,11 +207,12 @@ def test_a_repeated_question_costs_no_llm_call(tmp_path, server):
 
 
 def test_hydocs_share_the_hyde_pipelines_cache_key(tmp_path, server):
-    from chatbot.stages import hyde
+    from chatbot.stages import hydoc_cache
 
     services = make_services(tmp_path, server.base_url)
     run_pipeline("logical-hyde", QUESTION, services)
-    assert hyde.cache_for(services).get(hyde.cache_key_for("hyde", "Asthma?", services)) == {"hydocs": [HYDOC]}
+    key = hydoc_cache.cache_key_for("hyde", "Asthma?", services)
+    assert hydoc_cache.cache_for(services).get(key) == {"hydocs": [HYDOC]}
 
 
 def test_the_setting_reaches_the_config_and_the_variant_is_registered(tmp_path, server):

@@ -189,8 +189,8 @@ def hydoc_term_vectors(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """(term vectors, trace) with every term of ``terms_`` (the POSITIVE terms) replaced by its HyDoc vector.
 
-    Each term is the "question" of the hyde pipeline's zero-shot HyDoc (``hyde.generate_zero_shot``, prompt
-    hyde_zero_shot, ``hyde.*`` options), cached under ``hyde.cache_key_for("hyde", term)`` (the hyde
+    Each term is the "question" of the hyde pipeline's zero-shot HyDoc (``hydoc.generate_zero_shot``, prompt
+    hyde_zero_shot, ``hyde.*`` options), cached under ``hydoc_cache.cache_key_for("hyde", term)`` (the hyde
     pipeline would reuse it for that text, and a repeated term costs no LLM call), and encoded by
     ``hyde.encode``: the HyDoc's passage embedding, averaged with the term's own query vector (from
     ``term_vecs``, not re-embedded) when ``hyde.average_question``. On any LLM fault (down, timeout, error,
@@ -204,10 +204,10 @@ def hydoc_term_vectors(
     the positive topic (a passage on "bone health" talks about vitamin D and calcium), so its penalty would
     fall on the documents we want; and it would double the LLM cost of a one-positive question. Not measured.
     """
-    from chatbot.stages import hyde
+    from chatbot.stages import hyde, hydoc, hydoc_cache
 
     cfg = services.settings.hyde
-    cache = hyde.cache_for(services)
+    cache = hydoc_cache.cache_for(services)
     vecs = np.asarray(term_vecs, dtype=np.float32).copy()
     out: dict[str, Any] = {}
     llm: Any = None
@@ -215,12 +215,12 @@ def hydoc_term_vectors(
     calls = 0
     for t in terms_:
         j = names.index(t)
-        key = hyde.cache_key_for("hyde", t, services)
+        key = hydoc_cache.cache_key_for("hyde", t, services)
         cached = cache.get(key) if cache else None
         entry: dict[str, Any] = {"cache": "hit" if cached else "miss" if cache else "off", "hydoc": None}
         out[t] = entry
         if cached:
-            gen = hyde.Generation(cached["hydocs"])
+            gen = hydoc.Generation(cached["hydocs"])
         elif dead is not None:
             entry["fallback"] = {"to": "term", **dead, "reason": f"LLM {dead['kind']} for an earlier term: not asked"}
             continue
@@ -228,20 +228,20 @@ def hydoc_term_vectors(
             try:
                 if llm is None:
                     llm = services.llm
-                    hyde._prestart(llm, timings)
+                    hydoc.prestart(llm, timings)
                 step: dict[str, float] = {}
                 try:
-                    gen = hyde._run_llm(step, lambda t=t, llm=llm: hyde.generate_zero_shot(t, llm, cfg))
+                    gen = hydoc.run_llm(step, lambda t=t, llm=llm: hydoc.generate_zero_shot(t, llm, cfg))
                 finally:
                     timings["llm"] = timings.get("llm", 0.0) + step.get("llm", 0.0)
             except Exception as exc:  # LLMUnavailable, GarbageOutput, or anything a client raises
-                entry["fallback"] = {"to": "term", **hyde.fault(exc)}
+                entry["fallback"] = {"to": "term", **hydoc.fault(exc)}
                 if entry["fallback"]["kind"] in _DEAD_LLM:
                     dead = {"kind": entry["fallback"]["kind"]}
                 calls += 1
                 continue
             calls += len(gen.calls)
-            hyde._llm_ms(timings, gen)
+            hydoc.llm_ms(timings, gen)
             if cache:
                 cache.put(key, {"hydocs": gen.hydocs})
         vecs[j] = hyde.encode(t, gen.hydocs, services.embedder, cfg.average_question, vecs[j])

@@ -22,11 +22,17 @@ class DenseRetriever:
         return self.batch([text], k)[0]
 
     def batch(self, texts: Sequence[str], k: int = 50) -> list[list[Hit]]:
-        vectors = self.embedder.embed_queries(list(texts))
+        return self._search(self.embedder.embed_queries(list(texts)), k)
+
+    def search_vector(self, vector: np.ndarray, k: int = 50) -> list[Hit]:
+        """Top-k for a vector already made (a HyDoc average, a question embedded once and reused)."""
+        return self._search(np.asarray(vector)[None, :], k)[0]
+
+    def _search(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
         hits = self.index.search_vectors(vectors, k)
         for row in hits:
             for h in row:
-                h.detail["dense"] = h.score
+                h.detail["dense"] = h.score  # the fusion reranker reads the bi-encoder score from here
         return hits
 
 
