@@ -103,7 +103,9 @@ def _e5_onnx(threads: int = 2) -> Embedder:
     from chatbot.settings import load_settings
 
     s = load_settings().embedding
-    return E5StandardEmbedder(threads=threads, model_dir=s.e5_dir, runtime="onnx", batch_size=s.batch_size)
+    return E5StandardEmbedder(
+        threads=threads, model_dir=s.e5_dir, runtime="onnx", batch_size=s.batch_size, batch_tokens=s.batch_tokens
+    )
 
 
 def _endpoint(threads: int = 2) -> Embedder:

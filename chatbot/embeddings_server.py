@@ -124,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     s = load_settings().embedding
     try:
         model = E5StandardEmbedder(
-            threads=args.threads or s.threads, model_dir=s.e5_dir, runtime="onnx", batch_size=s.batch_size
+            threads=args.threads or s.threads,
+            model_dir=s.e5_dir,
+            runtime="onnx",
+            batch_size=s.batch_size,
+            batch_tokens=s.batch_tokens,
         )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)

