@@ -643,7 +643,7 @@ class ComposeSettings(_Group):
         "cross-encoder when it exists. No NLI model ships on the registries.",
     )
     support_threshold: dict[str, float] = Field(
-        default_factory=lambda: {"minilm": 0.62, "e5": 0.92, "use": 0.635},
+        default_factory=lambda: {"minilm": 0.62, "e5": 0.92, "use": 0.635, "e5-onnx": 0.92},
         description="Bi-encoder support threshold per embedder (best cosine of a generated sentence against "
         "the linked segments' sentences): below it the sentence is unsupported and removed. Higher removes "
         "more hallucinated sentences and more honest paraphrases. Each value maximised F1 on maternal dev "
@@ -673,7 +673,7 @@ class ComposeSettings(_Group):
 
 class SafetySettings(_Group):
     min_relevance_dense: dict[str, float] = Field(
-        default_factory=lambda: {"minilm": 0.49, "e5": 0.865, "use": 0.435},
+        default_factory=lambda: {"minilm": 0.49, "e5": 0.865, "use": 0.435, "e5-onnx": 0.87},
         description="No certified information below this, per embedder (English and other questions): the "
         "best bi-encoder cosine among the top-3 segments (with relevance_score=dense, the default, whatever "
         "reranked them; fused scores are relative to the candidate list). Higher refuses more off-topic "
@@ -681,10 +681,12 @@ class SafetySettings(_Group):
         "dev questions against the demo corpus with the fusion reranker (evaluation/results/"
         "redteam-thresholds*.md). On the cross-encoder's top-3 (English dev), e5 0.855 would balance best (in-scope "
         "answered 0.921, off-topic refused 0.930) but answers 8 more off-topic questions than 0.865 (0.842 / "
-        "0.986): 0.865 kept. Re-tune for another corpus.",
+        "0.986): 0.865 kept. Re-tune for another corpus. e5-onnx (same model, int8 ONNX): 0.87 / 0.865 / support "
+        "0.92, measured with the cross-encoder default (evaluation/results/redteam-thresholds-e5-onnx.md); an "
+        "embedder without an entry (e.g. endpoint) must be given one.",
     )
     min_relevance_dense_it: dict[str, float] = Field(
-        default_factory=lambda: {"minilm": 0.57, "e5": 0.865, "use": 0.455},
+        default_factory=lambda: {"minilm": 0.57, "e5": 0.865, "use": 0.455, "e5-onnx": 0.865},
         description="The same for Italian questions. all-MiniLM-L6-v2 (English) rates any Italian question "
         "close to any Italian text, so its Italian bar is higher and still refuses a third of answerable "
         "Italian dev questions; e5 answers 90% of them and refuses 95% of out-of-scope ones.",
