@@ -95,3 +95,18 @@ def indexed_services(settings, embedder, docs, max_chars: int, min_chars: int):
     services.__dict__["embedder"] = embedder
     services.index.sync(segment_documents(docs, max_chars=max_chars, min_chars=min_chars))
     return services
+
+
+@pytest.fixture
+def fake_binary(tmp_path):
+    """An executable named llama-server that serves the fake OpenAI endpoint (tests/fake_openai.py);
+    FAKE_LLAMA_CRASH / FAKE_LLAMA_GARBAGE / FAKE_LLAMA_NEVER_HEALTHY in the environment change its behaviour."""
+    import sys
+
+    from tests.fake_openai import FAKE_LLAMA_SERVER
+
+    path = tmp_path / "bin" / "llama-server"
+    path.parent.mkdir()
+    path.write_text(f"#!{sys.executable}\n{FAKE_LLAMA_SERVER}")
+    path.chmod(0o755)
+    return path

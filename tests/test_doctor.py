@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from chatbot import doctor
 from chatbot.settings import Settings
-from tests.fake_openai import FAKE_LLAMA_SERVER, closed_port
+from tests.fake_openai import closed_port
 
 
 def settings_in(tmp_path: Path, **llm) -> Settings:
@@ -68,11 +67,7 @@ def test_a_missing_llm_build_fails_with_the_build_command(tmp_path):
     assert check.fix == "python -m chatbot.llm_runtime build --variant native-noamx (or make llm)"
 
 
-def _fake_llm(tmp_path: Path, crash: bool, monkeypatch) -> Settings:
-    binary = tmp_path / "bin" / "llama-server"
-    binary.parent.mkdir()
-    binary.write_text(f"#!{sys.executable}\n{FAKE_LLAMA_SERVER}")
-    binary.chmod(0o755)
+def _fake_llm(tmp_path: Path, binary: Path, crash: bool, monkeypatch) -> Settings:
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
     if crash:
@@ -83,15 +78,15 @@ def _fake_llm(tmp_path: Path, crash: bool, monkeypatch) -> Settings:
     )
 
 
-def test_the_llm_check_starts_a_server_and_reads_its_smoke_reply(tmp_path, monkeypatch):
-    check = doctor.check_llm(_fake_llm(tmp_path, crash=False, monkeypatch=monkeypatch))
+def test_the_llm_check_starts_a_server_and_reads_its_smoke_reply(tmp_path, fake_binary, monkeypatch):
+    check = doctor.check_llm(_fake_llm(tmp_path, fake_binary, crash=False, monkeypatch=monkeypatch))
 
     assert check.status == "ok", check.detail
     assert "answered 'Tiredness often comes from poor sleep" in check.detail
 
 
-def test_a_crashing_llm_is_a_failed_line_with_the_signal(tmp_path, monkeypatch):
-    check = doctor.check_llm(_fake_llm(tmp_path, crash=True, monkeypatch=monkeypatch))
+def test_a_crashing_llm_is_a_failed_line_with_the_signal(tmp_path, fake_binary, monkeypatch):
+    check = doctor.check_llm(_fake_llm(tmp_path, fake_binary, crash=True, monkeypatch=monkeypatch))
 
     assert check.status == "fail"
     assert check.detail.startswith("down: llama-server died (SIGSEGV)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -266,9 +267,9 @@ def test_bad_overrides_are_errors(item, message):
         apply_overrides(Settings(), [item])
 
 
-def test_cli_set_overrides_reach_the_pipeline(tmp_path, monkeypatch):
-    from chatbot import cli
-
+def _tiny_set_with_fake_embedder(tmp_path, monkeypatch) -> tuple[Path, dict]:
+    """A two-query BEIR folder, and ``harness.evaluate`` patched to use the fake embedder; the dict receives
+    the settings each run used."""
     data = _beir(
         tmp_path / "tiny",
         DOCS,
@@ -276,7 +277,7 @@ def test_cli_set_overrides_reach_the_pipeline(tmp_path, monkeypatch):
         {"q-sleep": {"d-sleep": 1}, "q-fever": {"d-fever": 1}},
     )
     real_evaluate = harness.evaluate
-    seen = {}
+    seen: dict = {}
 
     def with_fake_embedder(data, pipelines, limit, split, settings, log):
         seen["settings"] = settings
@@ -285,6 +286,13 @@ def test_cli_set_overrides_reach_the_pipeline(tmp_path, monkeypatch):
         return real_evaluate(data, pipelines, limit, split, settings=settings, services=services, log=log)
 
     monkeypatch.setattr(harness, "evaluate", with_fake_embedder)
+    return data, seen
+
+
+def test_cli_set_overrides_reach_the_pipeline(tmp_path, monkeypatch):
+    from chatbot import cli
+
+    data, seen = _tiny_set_with_fake_embedder(tmp_path, monkeypatch)
     passage = "Tiredness is often caused by poor sleep; regular sleep habits help."
     with FakeOpenAIServer(passage) as server:
         rc = cli.main(
@@ -340,20 +348,7 @@ def test_llm_fallbacks_are_counted_in_the_table_and_strict_exits_4(tmp_path, mon
     from chatbot import cli
     from tests.fake_openai import closed_port
 
-    data = _beir(
-        tmp_path / "tiny",
-        DOCS,
-        {"q-sleep": "Why am I so tired?", "q-fever": "fever"},
-        {"q-sleep": {"d-sleep": 1}, "q-fever": {"d-fever": 1}},
-    )
-    real_evaluate = harness.evaluate
-
-    def with_fake_embedder(data, pipelines, limit, split, settings, log):
-        services = Services(settings, collection="tiny")
-        services.__dict__["embedder"] = FakeEmbedder()
-        return real_evaluate(data, pipelines, limit, split, settings=settings, services=services, log=log)
-
-    monkeypatch.setattr(harness, "evaluate", with_fake_embedder)
+    data, _ = _tiny_set_with_fake_embedder(tmp_path, monkeypatch)
     dead = f"http://127.0.0.1:{closed_port()}/v1"
     args = ["eval", "retrieval", "--data", str(data), "--pipeline", "hyde", "--pipeline", "dense", "--json"]
     args += ["--out", str(tmp_path / "out"), "--set", f"paths.data_dir={tmp_path / 'store'}"]

@@ -17,7 +17,7 @@ from chatbot import llm_runtime
 from chatbot.llm import LLMClient, LLMUnavailable
 from chatbot.llm_server import EmbeddedServer, health, is_embedded_endpoint, server_root
 from chatbot.settings import PROJECT_ROOT, Settings
-from tests.fake_openai import FAKE_LLAMA_SERVER, FakeOpenAIServer, closed_port
+from tests.fake_openai import FakeOpenAIServer, closed_port
 
 MESSAGES = [{"role": "user", "content": "Why am I so tired?"}]
 
@@ -173,15 +173,6 @@ def test_missing_binary_is_not_installed_and_not_retried_at_once(tmp_path):
 
 
 # -- the embedded server's lifecycle, with a fake llama-server ---------------------------------------------
-
-
-@pytest.fixture
-def fake_binary(tmp_path) -> Path:
-    path = tmp_path / "bin" / "llama-server"
-    path.parent.mkdir()
-    path.write_text(f"#!{sys.executable}\n{FAKE_LLAMA_SERVER}")
-    path.chmod(0o755)
-    return path
 
 
 def embedded_env(tmp_path: Path, binary: Path, port: int) -> dict[str, str]:

@@ -17,7 +17,7 @@ from chatbot.answer import fallback_warning
 from chatbot.llm import LLMClient, LLMUnavailable, garbage_reason
 from chatbot.llm_server import EmbeddedServer, diagnose_exit
 from chatbot.settings import PROJECT_ROOT, Settings
-from tests.fake_openai import FAKE_LLAMA_SERVER, closed_port
+from tests.fake_openai import closed_port
 
 AVX512 = ["avx2", "avx512f", "fma", "sse4_2"]
 AMX = [*AVX512, "amx_bf16", "amx_int8", "amx_tile"]
@@ -107,15 +107,6 @@ def test_garbage_reasons(text, tokens, reason):
 
 
 # -- the smoke check against a fake llama-server executable ---------------------------------------------
-
-
-@pytest.fixture
-def fake_binary(tmp_path) -> Path:
-    path = tmp_path / "bin" / "llama-server"
-    path.parent.mkdir()
-    path.write_text(f"#!{sys.executable}\n{FAKE_LLAMA_SERVER}")
-    path.chmod(0o755)
-    return path
 
 
 def embedded_client(tmp_path: Path, binary: Path) -> LLMClient:
