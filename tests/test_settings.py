@@ -139,3 +139,30 @@ def test_invalid_file_value_raises_validation_error(monkeypatch, tmp_path):
 
     with pytest.raises(ValidationError, match=r"index\.hnsw_m\s+Input should be greater than or equal to 4"):
         Settings()
+
+
+def _descriptions() -> dict[str, str]:
+    from chatbot.settings import Settings
+
+    settings = Settings()
+    return {
+        f"{group}.{name}": field.description or ""
+        for group in Settings.model_fields
+        for name, field in type(getattr(settings, group)).model_fields.items()
+    }
+
+
+def test_every_setting_states_its_trade_off_briefly():
+    too_long = {key: len(text) for key, text in _descriptions().items() if len(text) > 300}
+    empty = [key for key, text in _descriptions().items() if not text.strip()]
+    assert (too_long, empty) == ({}, [])
+
+
+def test_every_result_file_a_setting_names_exists():
+    import re
+
+    from chatbot.settings import PROJECT_ROOT
+
+    named = {m for text in _descriptions().values() for m in re.findall(r"evaluation/results/[\w.-]+\.md", text)}
+    assert named  # the descriptions do point to their measurements
+    assert sorted(p for p in named if not (PROJECT_ROOT / p).is_file()) == []
