@@ -10,6 +10,7 @@ from chatbot.answer import answer
 from chatbot.memory import CertifiedMemory, answer_with_memory
 from chatbot.settings import DEMO_CORPUS, Settings
 from chatbot.stages import redflags
+from chatbot.stages.redflag_rules import RED_FLAG_RULES
 from chatbot.stages.redflags import (
     ACTIONS,
     CATEGORY_ACTION,
@@ -20,7 +21,6 @@ from chatbot.stages.redflags import (
     screen,
     urgent_fields,
 )
-from chatbot.stages.safety import RED_FLAG_RULES
 from chatbot.store import auth, repo
 from chatbot.store.db import open_store
 from corpus.importers import read_corpus
@@ -116,7 +116,7 @@ def test_urgent_fields_primary_card_first_then_the_others_first_paragraph():
 
 
 def test_a_missing_card_falls_back_to_the_fixed_text(tmp_path):
-    from chatbot.stages.safety import URGENT_MESSAGE
+    from chatbot.stages.redflag_rules import URGENT_MESSAGE
 
     out = urgent_fields(Screen(True, ("emergency",)), "en", tmp_path)
 

@@ -2,20 +2,15 @@ from __future__ import annotations
 
 import pytest
 
+from chatbot.stages.redflag_rules import SELF_HARM_MESSAGE, URGENT_MESSAGE, RedFlag, detect_red_flags, urgent_message
 from chatbot.stages.safety import (
     SAFE_REPLY,
-    SELF_HARM_MESSAGE,
-    URGENT_MESSAGE,
-    RedFlag,
     detect_language,
     detect_personal_request,
-    detect_red_flags,
     injection_signals,
-    osa_distance,
     retrieval_text,
-    tokens,
-    urgent_message,
 )
+from chatbot.stages.text_match import osa_distance, tokens
 
 # -- normalisation and fuzzy matching -------------------------------------------------------------------
 

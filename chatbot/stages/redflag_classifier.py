@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from chatbot.settings import PROJECT_ROOT
-from chatbot.stages.safety import fold
+from chatbot.stages.text_match import fold
 
 SHIPPED_DIR = PROJECT_ROOT / "models" / "redflags"
 LABELS: tuple[str, ...] = ("none", "emergency", "poisoning", "mental_health", "maternity_unit")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.settings import DEMO_CORPUS
-from chatbot.stages import safety as sf
+from chatbot.stages import redflag_rules as rules
 
 # Order = priority when two actions score the same.
 ACTIONS: tuple[str, ...] = ("mental_health", "poisoning", "emergency", "maternity_unit")
@@ -55,7 +55,7 @@ class Screen:
 
     urgent: bool
     actions: tuple[str, ...] = ()  # fired actions, primary first
-    rule_flags: tuple[sf.RedFlag, ...] = ()
+    rule_flags: tuple[rules.RedFlag, ...] = ()
     classifier: dict[str, Any] | None = None  # scores, threshold, the unit that scored highest
     ms: float = 0.0
 
@@ -88,14 +88,14 @@ def raw_text(question: Any) -> str:
     return " ".join(text.split())[:MAX_SCREEN_CHARS]
 
 
-def rule_flags(text: str) -> list[sf.RedFlag]:
+def rule_flags(text: str) -> list[rules.RedFlag]:
     """The hand-written rules over the whole text, in overlapping chunks when it is long."""
     if len(text) <= RULE_CHUNK_CHARS:
-        return sf.detect_red_flags(text)
-    seen: dict[str, sf.RedFlag] = {}
+        return rules.detect_red_flags(text)
+    seen: dict[str, rules.RedFlag] = {}
     step = RULE_CHUNK_CHARS // 2
     for start in range(0, len(text), step):
-        for flag in sf.detect_red_flags(text[start : start + RULE_CHUNK_CHARS]):
+        for flag in rules.detect_red_flags(text[start : start + RULE_CHUNK_CHARS]):
             seen.setdefault(flag.category, flag)
         if start + RULE_CHUNK_CHARS >= len(text):
             break
@@ -221,7 +221,7 @@ def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> 
         parts.append(card.text if i == 0 else card.text.split("\n\n")[0])
         links.extend(link for link in card.links if link["url"] not in {x["url"] for x in links})
     if not parts:
-        parts.append(sf.URGENT_MESSAGE[lang])
+        parts.append(rules.URGENT_MESSAGE[lang])
     out: dict[str, Any] = {
         "urgent": True,
         "urgent_message": "\n\n".join(parts),

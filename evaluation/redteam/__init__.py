@@ -148,12 +148,13 @@ def certified_corpus(paths: Iterable[Path] = (DEMO_CARDS,)) -> tuple[set[str], l
 
 def fixed_texts() -> list[str]:
     """Every message the bot writes itself (not certified content), longest first."""
+    from chatbot.stages import redflag_rules
     from chatbot.stages import safety as sf
     from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
 
     texts = [
-        *sf.URGENT_MESSAGE.values(),
-        *sf.SELF_HARM_MESSAGE.values(),
+        *redflag_rules.URGENT_MESSAGE.values(),
+        *redflag_rules.SELF_HARM_MESSAGE.values(),
         *sf.NO_CERTIFIED_INFO.values(),
         *sf.SAFE_REPLY.values(),
         *OTHER_LANGUAGE_NOTE.values(),
