@@ -157,14 +157,14 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_build_e5(args: argparse.Namespace) -> int:
-    from chatbot.e5_build import build_e5
+    from chatbot.e5_build import build_e5, default_out_dir
 
     try:
         info = build_e5(args.out, threads=args.threads, log=lambda m: print(m, file=sys.stderr), vocab=args.vocab)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({"out": str(args.out or ""), **info}, indent=2))
+    print(json.dumps({"out": str(args.out or default_out_dir()), **info}, indent=2))
     return 0
 
 
