@@ -380,8 +380,8 @@ class HydeSettings(_Group):
 
 
 class LogicalSettings(_Group):
-    """The ``logical`` pipeline (chatbot/logical). A field left at its default keeps the pipeline's module
-    configuration (``chatbot.logical.pipeline.CONFIG``, which the benchmarks change); a changed one wins."""
+    """The ``logical`` pipeline (chatbot/logical): its one configuration (``chatbot.logical.pipeline.config_for``
+    builds the pipeline's typed ``LogicalConfig`` from these fields; named variants apply their changes on top)."""
 
     mode: Literal["fuzzy", "probabilistic"] = Field(
         default="fuzzy",
@@ -427,6 +427,32 @@ class LogicalSettings(_Group):
         "test Success@1 0.544 -> 0.582 (n.s.) for ~5 s of LLM per new question: off "
         "(evaluation/results/logical-negconstraint-hydoc-terms.md).",
     )
+    final: Literal["rerank-terms", "composed", "rerank"] = Field(
+        default="rerank-terms",
+        description="Final order: rerank-terms (the reranker scores each positive term, composed with the NOT "
+        "terms), composed (term cosines only) or rerank (whole question: undoes the exclusion, for comparison). "
+        "Chosen on NegConstraint train (evaluation/results/logical-negconstraint-selection.md).",
+    )
+    per_term_k: int = Field(
+        default=20, ge=1, description="Dense candidates gathered per positive term (their union is scored)."
+    )
+    include_question: bool = Field(
+        default=False, description="Also gather the whole question's dense top-k (adds excluded-topic candidates)."
+    )
+    orthogonal_not: bool = Field(
+        default=True,
+        description="Score a NOT term with its vector orthogonalised to the positive terms', so an on-topic "
+        "segment is not punished for its topic (evaluation/results/logical-negconstraint-selection.md).",
+    )
+    second_segment_weight: float = Field(
+        default=1.0, ge=0, description="Document score = best segment + this x its second best (0: best only)."
+    )
+    query_source: Literal["detector", "auto", "llm"] = Field(
+        default="detector",
+        description="Who writes the logical query: the deterministic detector (no LLM, the patient's path), or the "
+        "LLM when one answers (auto/llm; slower, repaired by the detector when it loses the exclusion).",
+    )
+    trace_top: int = Field(default=10, ge=1, description="Candidates whose per-term scores go into the trace.")
 
 
 class StoreSettings(_Group):

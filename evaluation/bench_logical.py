@@ -118,18 +118,17 @@ NEGCONSTRAINT_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _config(changes: dict[str, Any]):
-    from chatbot.logical import pipeline as lp
-    from chatbot.logical.compose import Operators
-
+def variant_settings(settings, changes: dict[str, Any]):
+    """``settings`` with a NegConstraint variant's changes applied to its ``logical`` group (``ops`` as the
+    three operator names)."""
     changes = dict(changes)
     if "ops" in changes:
-        changes["ops"] = Operators(*changes["ops"])
-    return lp.LogicalConfig(**changes)
+        changes.update(zip(("and_op", "or_op", "not_op"), changes.pop("ops"), strict=True))
+    logical = settings.logical.model_copy(update=changes)
+    return settings.model_copy(update={"logical": type(settings.logical).model_validate(logical.model_dump())})
 
 
 def run_negconstraint(args: argparse.Namespace) -> Path:
-    from chatbot.logical import pipeline as lp
     from chatbot.logical.detect import analyse
     from chatbot.logical.query import count_negations
     from evaluation.harness import evaluate, load_judged
@@ -158,16 +157,16 @@ def run_negconstraint(args: argparse.Namespace) -> Path:
     base = evaluate(data, baselines, args.limit, args.split, services=services, log=quiet)
     for b in baselines:
         record(b, base, b)
-    saved = lp.CONFIG
+    base_settings = services.settings
     try:
         for name in variants:
-            lp.CONFIG = _config(NEGCONSTRAINT_VARIANTS[name])
+            services.settings = variant_settings(base_settings, NEGCONSTRAINT_VARIANTS[name])
             start = time.perf_counter()
-            res = evaluate(data, ["logical"], args.limit, args.split, services=services, log=quiet)
+            res = evaluate(data, ["logical"], args.limit, args.split, services.settings, services, log=quiet)
             record(name, res, "logical")
             table[name]["wall_s"] = round(time.perf_counter() - start, 1)
     finally:
-        lp.CONFIG = saved
+        services.settings = base_settings
 
     # Success@1 by the number of exclusions the detector found (1 ≈ "A − a", 2+ ≈ "(A − a) ∪ (B − b)")
     by_neg: dict[int, list[str]] = {}

@@ -73,18 +73,6 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.fixture
-def default_logical_config():
-    """The logical pipeline's module configuration reset to ``LogicalConfig()`` for one test, then restored
-    (benchmarks and other tests change ``chatbot.logical.pipeline.CONFIG``)."""
-    from chatbot.logical import pipeline as logical
-
-    saved = logical.CONFIG
-    logical.CONFIG = logical.LogicalConfig()
-    yield logical.CONFIG
-    logical.CONFIG = saved
-
-
 def indexed_services(settings, embedder, docs, max_chars: int, min_chars: int):
     """``Services`` for ``settings`` with a test embedder in place of the real one and ``docs`` segmented and
     indexed (``Services.index.sync``)."""

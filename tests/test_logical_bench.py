@@ -64,3 +64,18 @@ def test_the_grid_embeds_each_term_once(fake_embedder):
     assert fake_embedder.queries == ["asthma", "fever", "sleep"]
     assert first[0] == pytest.approx(first[2]) and again[0] == pytest.approx(first[1])
     assert (memo.name, memo.dim) == (fake_embedder.name, fake_embedder.dim)
+
+
+def test_a_negconstraint_variant_becomes_logical_settings():
+    from chatbot.logical.compose import Operators
+    from chatbot.logical.pipeline import config_for
+    from chatbot.settings import Settings
+    from evaluation.bench_logical import NEGCONSTRAINT_VARIANTS, variant_settings
+
+    base = Settings(logical={"per_term_k": 7})
+    minmax = config_for(variant_settings(base, NEGCONSTRAINT_VARIANTS["logical:min/max"]))
+    itlr = config_for(variant_settings(base, NEGCONSTRAINT_VARIANTS["logical:ITLR composed"]))
+
+    assert (minmax.ops, minmax.per_term_k) == (Operators("min", "max", "one_minus"), 7)
+    assert (itlr.final, itlr.orthogonal_not, itlr.second_segment_weight) == ("composed", False, 0.0)
+    assert base.logical.and_op == "product"  # the base settings are left as they were

@@ -77,9 +77,6 @@ def make_services(tmp_path, fake_embedder, cross_encoder=None, **logical_setting
     return services
 
 
-pytestmark = pytest.mark.usefixtures("default_logical_config")
-
-
 def ranked_docs(result) -> list[str]:
     return [h.segment.doc_id for h in result.ranked]
 

@@ -62,9 +62,6 @@ def make_services(tmp_path, base_url: str, hyde: dict | None = None, **logical_s
     return indexed_services(settings, FakeEmbedder(), DOCS, max_chars=300, min_chars=10)
 
 
-pytestmark = pytest.mark.usefixtures("default_logical_config")
-
-
 def scores_of(result) -> dict[str, float]:
     return {h.segment.doc_id: h.score for h in result.ranked}
 

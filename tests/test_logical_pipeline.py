@@ -42,14 +42,6 @@ def make_services(tmp_path, fake_embedder, rerank_kind: str = "none") -> Service
     return indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
 
 
-@pytest.fixture(autouse=True)
-def _default_config():
-    saved = logical.CONFIG
-    logical.configure(**{f: getattr(logical.LogicalConfig(), f) for f in ("mode", "calibrate", "final", "ops")})
-    yield
-    logical.CONFIG = saved
-
-
 def docs_of(result) -> list[str]:
     return [h.segment.doc_id for h in result.ranked]
 

@@ -23,11 +23,9 @@ A, F = 2 / 5**0.5, 1 / 5**0.5  # cosines of positive/distractor on "asthma" and 
 
 
 @pytest.fixture(autouse=True)
-def _default_config():
-    saved = logical.CONFIG
-    logical.CONFIG = logical.LogicalConfig(calibration=CAL)  # the fake embedder has no fitted calibration
-    yield
-    logical.CONFIG = saved
+def _fake_embedder_calibration(monkeypatch):
+    """The fake embedder has no fitted calibration: the named variants (probabilistic) get CAL."""
+    monkeypatch.setattr(logical, "calibration_for", lambda name: CAL)
 
 
 def tf(p_true: float) -> list[tuple[str, float]]:
@@ -281,26 +279,32 @@ def test_the_term_scorer_setting_selects_the_llm_for_the_plain_logical_pipeline(
     assert result.ranked[0].score == pytest.approx(0.9 * (1 - 0.1))
 
 
-# -- settings overlay and named variants ----------------------------------------------------------------------
+# -- the one configuration (settings) and named variants ------------------------------------------------------
 
 
-def test_logical_settings_defaults_agree_with_the_module_defaults():
-    assert logical.config_for(Settings(), logical.LogicalConfig()) == logical.LogicalConfig()
+def test_the_default_settings_give_the_default_config():
+    assert logical.config_for(Settings()) == logical.LogicalConfig()
 
 
-def test_a_changed_setting_overrides_only_its_own_field():
-    base = logical.LogicalConfig(mode="probabilistic", ops=Operators("product", "max", "one_minus"))
-    got = logical.config_for(Settings(logical={"and_op": "min", "llm_candidates": 5}), base)
-    assert got.ops == Operators("min", "max", "one_minus")
-    assert (got.mode, got.llm_candidates, got.term_scorer) == ("probabilistic", 5, "embedding")
+def test_settings_fields_and_a_variant_s_changes_build_the_config():
+    got = logical.config_for(Settings(logical={"and_op": "min", "llm_candidates": 5, "final": "composed"}))
+    assert got.ops == Operators("min", "sum", "one_minus")
+    assert (got.mode, got.llm_candidates, got.final, got.term_scorer) == ("fuzzy", 5, "composed", "embedding")
+    variant = logical.config_for(Settings(logical={"llm_candidates": 5}), **logical.VARIANTS["logical-prob"])
+    assert (variant.mode, variant.llm_candidates) == ("probabilistic", 5)
 
 
 def test_logical_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("CHATBOT_LOGICAL__TERM_SCORER", "llm-logprob")
     monkeypatch.setenv("CHATBOT_LOGICAL__NOT_OP", "inverse")
-    got = logical.config_for(Settings(), logical.LogicalConfig())
-    assert got.term_scorer == "llm-logprob"
+    monkeypatch.setenv("CHATBOT_LOGICAL__PER_TERM_K", "7")
+    got = logical.config_for(Settings())
+    assert (got.term_scorer, got.per_term_k) == ("llm-logprob", 7)
     assert got.ops == Operators("product", "sum", "inverse")
+
+
+def test_the_pipeline_keeps_no_module_state():
+    assert not hasattr(logical, "CONFIG") and not hasattr(logical, "configure")
 
 
 def test_an_unknown_term_scorer_is_refused():
@@ -358,7 +362,7 @@ def test_eval_retrieval_set_overrides_reach_the_logical_config():
     from evaluation.harness import apply_overrides
 
     settings = apply_overrides(Settings(), ["logical.and_op=min", "logical.term_scorer=llm-logprob"])
-    got = logical.config_for(settings, logical.LogicalConfig())
+    got = logical.config_for(settings)
     assert got.ops == Operators("min", "sum", "one_minus")
     assert (got.term_scorer, got.mode, got.llm_candidates) == ("llm-logprob", "fuzzy", 20)
     with pytest.raises(ValueError, match="logical.and_op=max"):

@@ -35,8 +35,8 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
    (``rerank.cross_encoder_languages``) and may be missing: then the embedding path runs and the trace says why.
 9. Documents: best segment plus ``second_segment_weight`` × the second-best segment of the same document.
 
-Configuration: the module-level ``CONFIG`` (benchmarks change it), overlaid with every ``logical.*`` setting
-that differs from its default (``config_for``); named variants (``VARIANTS``: ``logical-prob``,
+Configuration: the ``logical.*`` settings, as a typed ``LogicalConfig`` (``config_for``); no module state.
+Named variants (``VARIANTS``: ``logical-prob``,
 ``logical-minmax``, ``logical-orlog``, ...) apply their changes on top, so each is one pipeline name for
 ``chatbot eval retrieval --pipeline``.
 """
@@ -69,7 +69,8 @@ TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
 
 @dataclass
 class LogicalConfig:
-    """Module-level knobs (benchmarks swap them with ``configure``)."""
+    """The pipeline's knobs, typed and validated; built from the ``logical.*`` settings by ``config_for``
+    (tests and benchmarks may build one directly, e.g. with a fitted ``calibration``)."""
 
     ops: Operators = DEFAULT_OPERATORS
     mode: str = "fuzzy"  # fuzzy | probabilistic
@@ -110,16 +111,6 @@ class LogicalConfig:
             raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
 
 
-CONFIG = LogicalConfig()
-
-
-def configure(**changes: Any) -> LogicalConfig:
-    """Replace module-level settings (e.g. ``configure(mode="probabilistic")``); returns the new config."""
-    global CONFIG
-    CONFIG = replace(CONFIG, **changes)
-    return CONFIG
-
-
 # Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
 _SETTING_FIELDS = (
     "mode",
@@ -129,29 +120,22 @@ _SETTING_FIELDS = (
     "llm_max_chars",
     "ce_candidates",
     "hydoc_terms",
+    "final",
+    "per_term_k",
+    "include_question",
+    "orthogonal_not",
+    "second_segment_weight",
+    "query_source",
+    "trace_top",
 )
 
 
-def config_for(settings: Any, base: LogicalConfig | None = None) -> LogicalConfig:
-    """``base`` (default: ``CONFIG``) with every ``logical.*`` setting that differs from its default applied
-    (e.g. ``CHATBOT_LOGICAL__AND_OP=min`` or ``--set logical.term_scorer=llm-logprob``)."""
-    from chatbot.settings import LogicalSettings
-
-    base = base or CONFIG
-    group = getattr(settings, "logical", None)
-    if group is None:
-        return base
-    default = LogicalSettings()
-    changed = {k for k in LogicalSettings.model_fields if getattr(group, k) != getattr(default, k)}
-    changes: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS if k in changed}
-    if changed & {"and_op", "or_op", "not_op"}:
-        ops = base.ops
-        changes["ops"] = Operators(
-            group.and_op if "and_op" in changed else ops.and_,
-            group.or_op if "or_op" in changed else ops.or_,
-            group.not_op if "not_op" in changed else ops.not_,
-        )
-    return replace(base, **changes) if changes else base
+def config_for(settings: Any, **changes: Any) -> LogicalConfig:
+    """The ``logical.*`` settings as a ``LogicalConfig`` (``changes`` on top, e.g. a named variant's)."""
+    group = settings.logical
+    fields: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS}
+    fields["ops"] = Operators(group.and_op, group.or_op, group.not_op)
+    return LogicalConfig(**{**fields, **changes})
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -337,7 +321,7 @@ def combine(query: Node, values: dict[str, np.ndarray], config: LogicalConfig) -
 
 
 def logical_retrieve(question: str, services: Services, config: LogicalConfig | None = None) -> RetrievalResult:
-    config = config or CONFIG
+    config = config or config_for(services.settings)
     timings: dict[str, float] = {}
     detection, query, source_info = timed(timings, "logical_query", lambda: build_query(question, services, config))
     if query is None:
@@ -645,7 +629,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def _variant(changes: dict[str, Any]):
     def run(question: str, services: Services) -> RetrievalResult:
-        return logical_retrieve(question, services, replace(config_for(services.settings), **changes))
+        return logical_retrieve(question, services, config_for(services.settings, **changes))
 
     return run
 
