@@ -124,10 +124,11 @@ def test_how_much_opens_with_the_amount_found_beside_the_retrieved_segment() -> 
         "heading": 0.35,  # "How much is fine"
         "overlap": 0.25,  # "green" of "green", "drink"
         "document": 0.8,  # the top document
+        "topic": 1.0,  # the tea card names "green" and "drink"
         "retrieved": 0.0,  # found beside the retrieved segment
         "lead": 0.05,
     }
-    assert answer["score"] == 2.45
+    assert answer["score"] == 3.45
     assert out.certified_extra == [TEA_AMOUNT.text, TEA_AMOUNT.heading]  # the validator may check it verbatim
     assert [p["role"] for p in out.pieces] == ["answer"]
 
@@ -168,9 +169,9 @@ def test_another_document_joins_only_when_it_answers_too() -> None:
     ]
     ranked = score_units(question, "how_much", units)
     assert [(u.doc_id, u.first, u.score) for u in ranked] == [
-        ("coffee", 0, 2.45),  # cue 1.0 + overlap 0.5 + document 0.8 + retrieved 0.1 + lead 0.05
-        ("cola", 0, 1.45),  # cue, but no word of the question and a lower-ranked document
-        ("coffee", 1, 1.4),  # no cue
+        ("coffee", 0, 3.45),  # cue 1.0 + overlap 0.5 + document 0.8 + topic 1.0 + retrieved 0.1 + lead 0.05
+        ("coffee", 1, 2.4),  # no cue
+        ("cola", 0, 1.45),  # cue, but no word of the question in it or its card, a lower-ranked document
         ("wine", 0, 0.25),
     ]
     # the roasted seeds neither qualify nor support the amount (no cue); the cola amount answers but shares
@@ -178,9 +179,9 @@ def test_another_document_joins_only_when_it_answers_too() -> None:
     assert [u.text for u in select_units(question, "how_much", ranked)] == ["Have no more than 2 mugs of coffee a day."]
     units[2] = unit("A mug of filter coffee has about 140 mg, so two mugs reach the limit.", "cola", 1, 0)
     ranked = score_units(question, "how_much", units)
-    assert [(u.doc_id, u.score) for u in ranked[:2]] == [("coffee", 2.45), ("cola", 1.95)]
+    assert [(u.doc_id, u.score) for u in ranked[:2]] == [("coffee", 3.45), ("cola", 2.95)]
     assert [u.text for u in select_units(question, "how_much", ranked)] == ["Have no more than 2 mugs of coffee a day."]
-    units[2].doc_rank = 0  # were the cola card ranked first too, it would score 2.45 (>= 0.9 x the answer's)
+    units[2].doc_rank = 0  # were the cola card ranked first too, it would score 3.45 (>= 0.9 x the answer's)
     ranked = score_units(question, "how_much", units)
     # now it answers (an amount, the word "coffee", within 0.9 of the answer): it joins, after the answer
     assert [u.text for u in select_units(question, "how_much", ranked)] == [
@@ -223,3 +224,16 @@ def test_the_answering_document_becomes_the_first_link_and_the_others_keep_their
     assert [link["segment_id"] for link in answer_first_links(links, top, trace)] == ["tea#0", "wine#0", "tea#1"]
     assert answer_first_links(links, top, {"attempts": [{"mode": "generative"}]}) == links
     assert answer_first_links(links, top, {"attempts": [{"answer": {"doc_id": "wine"}}]}) == links
+
+
+def test_a_first_document_that_never_names_what_was_asked_does_not_give_the_answer() -> None:
+    # retrieval put the wine card first (as MiniLM + fusion does for the coffee question); it never says "tea"
+    out = compose_answer_first(
+        "Is it safe to drink green tea when pregnant?",
+        hits(WINE, TEA_AMOUNT),
+        "en",
+        document_segments=lambda doc_id: [WINE],
+    )
+
+    assert out.text == "Have no more than 4 cups of green tea a day."
+    assert (out.detail["answer"]["doc_id"], out.detail["answer"]["parts"]["topic"]) == ("tea", 1.0)

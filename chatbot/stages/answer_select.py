@@ -9,7 +9,8 @@ score per unit (bi-encoder cosine, cross-encoder), and this module
 2. scores each unit for answering it (``score_units``): question-type cues in the sentence (an amount for
    "how much", a duration for "how long", a time for "when", a reason for "why", an instruction for "what
    to do", a rule or verdict for "is it safe"), the same cues in its section heading, content words shared
-   with the question, the rank of its document, and the optional model score,
+   with the question (in the unit, and anywhere in its document), the rank of its document, and the
+   optional model score,
 3. composes around the best one (``select_units``): the answering unit opens the reply; units of the same
    document that qualify or support it follow (the one right after it first, then others scoring close to
    it, in reading order); a unit of another document joins only if it answers too (its own type cue, words
@@ -226,6 +227,10 @@ W_HEADING = 0.35
 # (all units of a card then share the topic word) measured worse on the dev reply set (0.817 -> 0.789).
 W_OVERLAP = 0.5
 W_MODEL = 0.5
+# the document names what was asked: with MiniLM + fusion (the browser tests' settings) the alcohol card is
+# retrieved first for "Is it safe to drink coffee when pregnant?"; it never says "coffee", the caffeine card
+# does. Neutral on the dev reply set (0.0 to 1.5 give the same recall there).
+W_TOPIC = 1.0
 DOC_PRIOR = {0: 0.8, 1: 0.3, 2: 0.1}
 RETRIEVED_BONUS = 0.1  # the unit sits in a retrieved segment (not only elsewhere in the top document)
 LEAD_BONUS = 0.05
@@ -299,6 +304,12 @@ def score_units(question: str, kind: str, units: Sequence[Candidate]) -> list[Ca
     models = [u.model_score for u in units if u.model_score is not None]
     lo, hi = (min(models), max(models)) if models else (0.0, 0.0)
     idf = candidate_idf(units)
+    # the document's own words (its title and every candidate of it): a card that never names what was asked
+    # ("coffee") rarely holds its answer, whatever rank retrieval gave it
+    doc_text: dict[str, list[str]] = {}
+    for u in units:
+        doc_text.setdefault(u.doc_id, [u.title]).extend([u.heading, u.text])
+    topic = {d: overlap_score(question, " ".join(texts), "", idf) for d, texts in doc_text.items()}
     for u in units:
         own = overlap_score(question, u.text, u.heading, idf)
         parts = {
@@ -306,6 +317,7 @@ def score_units(question: str, kind: str, units: Sequence[Candidate]) -> list[Ca
             "heading": W_HEADING * heading_cue(kind, u.heading),
             "overlap": W_OVERLAP * own,
             "document": DOC_PRIOR.get(u.doc_rank, 0.0),
+            "topic": W_TOPIC * topic[u.doc_id],
             "retrieved": RETRIEVED_BONUS if u.retrieved else 0.0,
             "lead": LEAD_BONUS if u.first == 0 else 0.0,
         }
@@ -318,8 +330,12 @@ def score_units(question: str, kind: str, units: Sequence[Candidate]) -> list[Ca
 
 # -- composing around the answer -----------------------------------------------------------------------
 
-FOLLOW_RATIO = 0.6  # the unit right after the answer (it usually qualifies it) joins above this share
-SUPPORT_RATIO = 0.75  # a same-document unit joins when its score is at least this share of the answer's
+# Same-document units are compared on their own evidence (the score less the document-level terms, which
+# every unit of the answer's document shares): the one right after the answer (it usually qualifies it)
+# joins at FOLLOW_RATIO of the answer's evidence, any other at SUPPORT_RATIO, both only with a type cue.
+FOLLOW_RATIO = 0.6
+SUPPORT_RATIO = 0.6
+_DOCUMENT_TERMS = ("document", "topic", "retrieved", "lead")
 OTHER_DOC_RATIO = 0.9  # another document's unit must score this close to the answer, and answer too
 
 
@@ -336,15 +352,20 @@ def select_units(
     duplicate_overlap: float = 0.8,
 ) -> list[Candidate]:
     """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
-    right after the answer, if it has a type cue and scores >= FOLLOW_RATIO of the answer's) or support it
-    (a type cue and score >= SUPPORT_RATIO of the answer's), the answer's segment first, then in reading
-    order; then other documents' units that answer too (a type cue, a word of the question in the sentence
-    itself, score >= OTHER_DOC_RATIO of the answer's). Each joins only while the reply stays within
-    ``max_chars`` and ``max_units``, never a repeat."""
+    right after the answer: a type cue and evidence >= FOLLOW_RATIO of the answer's) or support it (a type
+    cue and evidence >= SUPPORT_RATIO), the answer's segment first, then in reading order; then other
+    documents' units that answer too (a type cue, a word of the question in the sentence itself, score >=
+    OTHER_DOC_RATIO of the answer's). Each joins only while the reply stays within ``max_chars`` and
+    ``max_units``, never a repeat."""
     if not ranked:
         return []
     answer = ranked[0]
     best = max(answer.score, 1e-9)
+
+    def evidence(u: Candidate) -> float:  # what the unit itself says; the same-document terms left out
+        return sum(v for k, v in u.parts.items() if k not in _DOCUMENT_TERMS)
+
+    best_evidence = max(evidence(answer), 1e-9)
 
     def key(u: Candidate) -> tuple[str, int, int]:
         return (u.segment_id, u.first, u.last)
@@ -358,11 +379,13 @@ def select_units(
         for u in same_doc
         if u.segment_id == answer.segment_id
         and u.first == answer.last + 1
-        and u.score >= FOLLOW_RATIO * best
+        and evidence(u) >= FOLLOW_RATIO * best_evidence
         and u.parts.get("cue", 0) > 0
     ]
     support = [
-        u for u in same_doc if u.score >= SUPPORT_RATIO * best and u.parts.get("cue", 0) > 0 and u not in following
+        u
+        for u in same_doc
+        if evidence(u) >= SUPPORT_RATIO * best_evidence and u.parts.get("cue", 0) > 0 and u not in following
     ]
     support.sort(key=lambda u: -u.score)
     others = [
