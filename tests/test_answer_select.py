@@ -235,5 +235,6 @@ def test_a_first_document_that_never_names_what_was_asked_does_not_give_the_answ
         document_segments=lambda doc_id: [WINE],
     )
 
+    # and "No amount of wine is known to be safe" stays out although its card ranked first: it says no "tea"
     assert out.text == "Have no more than 4 cups of green tea a day."
     assert (out.detail["answer"]["doc_id"], out.detail["answer"]["parts"]["topic"]) == ("tea", 1.0)

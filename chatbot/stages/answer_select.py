@@ -354,9 +354,9 @@ def select_units(
     """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
     right after the answer: a type cue and evidence >= FOLLOW_RATIO of the answer's) or support it (a type
     cue and evidence >= SUPPORT_RATIO), the answer's segment first, then in reading order; then other
-    documents' units that answer too (a type cue, a word of the question in the sentence itself, score >=
-    OTHER_DOC_RATIO of the answer's). Each joins only while the reply stays within ``max_chars`` and
-    ``max_units``, never a repeat."""
+    documents' units that answer too (a type cue, a word of the question in the sentence itself, a card that
+    names as much of the question as the answer's card, score >= OTHER_DOC_RATIO of the answer's). Each
+    joins only while the reply stays within ``max_chars`` and ``max_units``, never a repeat."""
     if not ranked:
         return []
     answer = ranked[0]
@@ -395,6 +395,7 @@ def select_units(
         and u.score >= OTHER_DOC_RATIO * best
         and u.parts.get("cue", 0) > 0
         and u.parts.get("overlap", 0) > 0
+        and u.parts.get("topic", 0) >= answer.parts.get("topic", 0)  # its card names what the answer's names
     ]
     chosen = [answer]
     used = span(answer)
