@@ -119,6 +119,18 @@ def _reranker_details(question: str, pipeline: str, services: Services) -> dict[
     return out
 
 
+def _without_urgent_fillers(result: RetrievalResult, services: Services) -> list[Hit]:
+    """The top documents without an urgent card ("call 999 now") as a filler link: an urgent card is linked
+    only when it is the best match, or by the red-flag screen (urgent_links), never third on a coffee question."""
+    from chatbot.stages.redflags import urgent_card_ids
+
+    urgent = urgent_card_ids(services.settings.safety.urgent_cards)
+    if not urgent or not any(h.segment.doc_id in urgent for h in result.top[1:]):
+        return result.top
+    kept = [h for i, h in enumerate(result.ranked) if i == 0 or h.segment.doc_id not in urgent]
+    return kept[: services.settings.retrieval.top_n]
+
+
 def _relevance(
     top: list[Hit], services: Services, language: str = "en", positive: str | None = None
 ) -> tuple[str | None, float | None, float | None]:
@@ -269,6 +281,7 @@ def _answer(
     chosen = route(query, pipeline, services.settings)
     pipeline = chosen.pipeline
     result = run_pipeline(pipeline, query, services)
+    result.top = _without_urgent_fillers(result, services)
     name, score, threshold = _relevance(result.top, services, lang.language, positive=chosen.positive)
     relevant = bool(result.top) and (score is None or threshold is None or score >= threshold)
     safety_trace["relevance"] = {
@@ -324,6 +337,8 @@ def _answer(
         context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
         document_segments=services.index.document_segments,  # the answer may sit beside the retrieved segment
         answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
+        # an exclusion question's reply leaves out the sentences that name what the patient excluded
+        exclude=chosen.mentions_excluded if chosen.excluded else None,
     )
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
@@ -333,7 +348,10 @@ def _answer(
     return finish(
         reply,
         "answered",
-        answer_first_links(certified_links(result.top), result.top, composed.trace),
+        # an exclusion question keeps the exclusion-aware order of its links
+        certified_links(result.top)
+        if chosen.excluded
+        else answer_first_links(certified_links(result.top), result.top, composed.trace),
         any(h.segment.demo for h in result.top),
         composed.trace,
     )

@@ -259,3 +259,53 @@ def test_relevance_can_use_the_cross_encoder_scores_of_the_top_hits_that_have_on
     services = Services(Settings(safety={"relevance_score": "cross-encoder", "min_relevance_cross_encoder": 0.4}))
 
     assert _relevance(_top_hits(), services) == ("cross-encoder", 0.6, 0.4)
+
+
+# -- urgent cards are never filler links -----------------------------------------------------------------
+
+
+def _urgent_filler_services(tmp_path, fake_embedder, urgent_text: str):
+    # Keyword vectors over (asthma, diabetes, fever, sleep, other), tests/conftest.py; titles hold no keyword.
+    docs = [
+        Document(
+            "asthma",
+            "Card A",
+            "https://example.org/asthma",
+            "Asthma often gets worse during sleep because asthma airways narrow at night.",
+        ),
+        Document("en-urgent-emergency", "Emergency: call 999", "https://example.org/999", urgent_text),
+        Document("sleep", "Card S", "https://example.org/sleep", "Sleep on your back."),
+        Document("fever", "Card F", "https://example.org/fever", "A fever is 38C or more."),
+    ]
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "urgent-filler", "exact": True},
+        rerank={"kind": "none"},
+        embedding={"model": "minilm"},
+        safety={"min_relevance_dense": {"minilm": 0.0}},
+    )
+    return indexed_services(settings, fake_embedder, docs, max_chars=300, min_chars=10)
+
+
+def test_an_urgent_card_is_not_a_filler_link(tmp_path, fake_embedder):
+    services = _urgent_filler_services(tmp_path, fake_embedder, "Asthma with a fever: call 999 now.")
+
+    # cosines to the question: asthma card 1.0, urgent card 2/sqrt(10), sleep card 1/sqrt(5), fever card 0
+    question = "Why does my asthma (asthma!) get worse in my sleep?"
+    ranked = [h.segment.doc_id for h in run_pipeline("dense", question, services).ranked]
+    ans = answer(question, services, "dense")
+
+    assert ranked == ["asthma", "en-urgent-emergency", "sleep", "fever"]  # the urgent card ranks second ...
+    assert [link["url"] for link in ans["links"]] == [  # ... and the next document takes its place
+        "https://example.org/asthma",
+        "https://example.org/sleep",
+        "https://example.org/fever",
+    ]
+
+
+def test_an_urgent_card_that_is_the_best_match_stays_first(tmp_path, fake_embedder):
+    services = _urgent_filler_services(tmp_path, fake_embedder, "Asthma attack: call 999 now.")
+
+    ans = answer("asthma asthma attack", services, "dense")
+
+    assert ans["links"][0]["url"] == "https://example.org/999"

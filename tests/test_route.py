@@ -114,3 +114,26 @@ def test_the_review_page_shows_the_route_and_the_decomposition(tmp_path, fake_em
     text = detail_markdown(turn)
 
     assert '**Route:** `logical` (exclusion cue \'other than\' (en)) · decomposition `"asthma" AND NOT "fever"`' in text
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "mentions"),
+    [
+        ("What helps with nausea other than ginger?", "Ginger biscuits may help.", True),
+        ("What helps with nausea other than ginger?", "Gingerbread is not a remedy.", False),  # whole words
+        ("Quali cibi contengono ferro tranne la carne rossa?", "La CARNE rossa è ricca di ferro.", True),
+        ("Quali cibi contengono ferro tranne la carne rossa?", "I legumi contengono ferro.", False),
+        ("What helps with nausea?", "Ginger may help.", False),  # no exclusion: nothing is excluded
+    ],
+)
+def test_a_route_knows_which_texts_name_the_excluded_thing(question, text, mentions):
+    assert route(question, None, Settings()).mentions_excluded(text) is mentions
+
+
+def test_an_exclusion_reply_leaves_out_sentences_that_name_the_excluded_thing(tmp_path, fake_embedder):
+    services = make_services(tmp_path, fake_embedder)
+
+    ans = answer("asthma other than fever", services)
+
+    assert "fever" not in ans["reply"].lower()
+    assert [link["url"] for link in ans["links"]][0] == "https://example.org/positive"

@@ -242,9 +242,11 @@ def answer_candidates(
     hits: Sequence[Hit],
     use: Sequence[Hit],
     document_segments: Callable[[str], Sequence[Any]] | None = None,
+    exclude: Callable[[str], bool] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(candidate units, segments of the top document that were not retrieved): the units of the hits in
-    ``use`` and of the rest of the top used document, each knowing its document's rank among ``use``."""
+    ``use`` and of the rest of the top used document, each knowing its document's rank among ``use``;
+    ``exclude(text)`` drops units (an exclusion question's excluded thing)."""
     from chatbot.stages.answer_select import Candidate
 
     doc_rank: dict[str, int] = {}
@@ -262,6 +264,8 @@ def answer_candidates(
     units: list[Candidate] = []
     for seg, retrieved in segments:
         for u in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
+            if exclude is not None and exclude(u.text):
+                continue
             units.append(
                 Candidate(
                     text=u.text,
@@ -289,6 +293,7 @@ def compose_answer_first(
     document_segments: Callable[[str], Sequence[Any]] | None = None,
     model: AnswerModel | None = None,
     scorer: str = "cues",
+    exclude: Callable[[str], bool] | None = None,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
@@ -296,7 +301,7 @@ def compose_answer_first(
     from chatbot.stages.answer_select import join_units, question_type, score_units, select_units
 
     use, note = hits_in_language(hits, language)
-    units, extra = answer_candidates(hits, use, document_segments)
+    units, extra = answer_candidates(hits, use, document_segments, exclude)
     if not units:
         return Composition("extractive", "", note)
     kind = question_type(question)
@@ -644,6 +649,7 @@ def compose_reply(
     context: str = "",
     document_segments: Callable[[str], Sequence[Any]] | None = None,
     answer_model: AnswerModel | None = None,
+    exclude: Callable[[str], bool] | None = None,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -651,7 +657,8 @@ def compose_reply(
     ``support_threshold`` its threshold (measured per scorer/embedder, see answer.threshold_for);
     ``context`` the pipeline's pragmatic analysis of the question for the generative prompt (or empty);
     ``document_segments(doc_id)`` the segments of a document (the answer may sit just outside the retrieved
-    segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for).
+    segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for);
+    ``exclude(sentence)`` keeps sentences out of the answer-first reply (what an exclusion question excluded).
     """
     cfg = settings
     trace: dict[str, Any] = {"mode_requested": cfg.mode, "attempts": []}
@@ -715,6 +722,7 @@ def compose_reply(
             document_segments,
             answer_model,
             cfg.answer_scorer,
+            exclude,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()

@@ -199,6 +199,14 @@ def load_urgent_cards(folder: Path = DEMO_CORPUS) -> dict[tuple[str, str], Urgen
     return cards
 
 
+def urgent_card_ids(folder: Path = DEMO_CORPUS) -> frozenset[str]:
+    """Document ids of the urgent cards (none when the folder cannot be read: answers then keep every link)."""
+    try:
+        return frozenset(card.doc_id for card in load_urgent_cards(Path(folder)).values())
+    except (OSError, UrgentCardError):
+        return frozenset()
+
+
 def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> dict[str, Any]:
     """The answer object's urgent keys: the primary action's certified card first (its first paragraph
     for any other action fired), in the patient's language (English for any language but Italian); the

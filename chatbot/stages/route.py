@@ -9,11 +9,13 @@ the caller (``chatbot ask --pipeline``, the harness) is kept as it is.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from chatbot.logical.detect import analyse
 from chatbot.logical.query import to_string
+from chatbot.stages.text_match import fold
 
 EXCLUSION_PIPELINE = "logical"
 
@@ -28,6 +30,21 @@ class Route:
 
     def trace(self) -> dict[str, Any]:
         return {**asdict(self), "excluded": list(self.excluded)}
+
+    def mentions_excluded(self, text: str) -> bool:
+        """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
+        dropped: "la carne rossa" matches "carne rossa")."""
+        folded = fold(text)
+        for phrase in self.excluded:
+            words = fold(phrase).split()
+            while len(words) > 1 and words[0] in _ARTICLES:
+                words = words[1:]
+            if words and re.search(r"\b" + r"\s+".join(map(re.escape, words)) + r"\b", folded):
+                return True
+        return False
+
+
+_ARTICLES = frozenset("the a an il lo la i gli le l un una uno".split())
 
 
 def route(question: str, requested: str | None, settings: Any) -> Route:
