@@ -527,9 +527,9 @@ class ServerSettings(_Group):
     login_max_failures: int = Field(
         default=5,
         ge=1,
-        description="Failed logins allowed per username and per client address within login_window_s; "
-        "further attempts are refused (HTTP 429) until the window passes. Lower slows password guessing "
-        "more but locks out clumsy typists sooner.",
+        description="Failed logins allowed per client address within login_window_s, then that address is "
+        "refused (HTTP 429) until the window passes; past it an account only slows down (0.5-4 s back-off), "
+        "never locks, so an outsider cannot lock a clinician out.",
     )
     login_window_s: int = Field(default=300, ge=1, description="Window of the login rate limit, in seconds.")
     cookie_secure: bool = Field(

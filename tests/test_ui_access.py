@@ -3,6 +3,7 @@ login rate limiting, session expiry, logout, redirects. A fake embedder keeps th
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import httpx
@@ -173,7 +174,7 @@ def test_login_redirects_only_to_our_pages(live):
     assert "httponly" in cookie and "samesite=strict" in cookie
 
 
-def test_login_is_rate_limited_per_user_and_per_address(tmp_path):
+def test_login_is_rate_limited_per_address_and_an_outsider_cannot_lock_a_clinician_out(tmp_path):
     """Own app and database: the limit counts per client address, which the other tests share."""
     from fastapi.testclient import TestClient
 
@@ -190,13 +191,22 @@ def test_login_is_rate_limited_per_user_and_per_address(tmp_path):
         for _ in range(3):
             assert client.post("/login", data={"username": "clara", "password": "wrong-guess"}).status_code == 401
         r = client.post("/login", data={"username": "clara", "password": PASSWORD}, follow_redirects=False)
-        assert r.status_code == 429  # even the right password waits for the window
-    with pytest.raises(auth.LoginRateLimited):  # per username, from any address
-        auth.login(store, "clara", PASSWORD, "another-address", settings.server)
+        assert r.status_code == 429  # the guessing address waits for the window, even with the right password
+    # clara, from her own address, is not locked out by the outsider's failures: a back-off, then in
+    start = time.perf_counter()
+    token, who = auth.login(store, "clara", PASSWORD, "claras-address", settings.server)
+    assert who.username == "clara" and token
+    assert time.perf_counter() - start >= 0.5  # login_backoff_s(3 failures, limit 3)
     assert auth.login(store, "nobody", "x" * 10, "third-address", settings.server) is None
     actions = [e["action"] for e in repo.audit_entries(store)]
     assert actions.count("login_failed") >= 3 and "login_throttled" in actions
     app.state.stop_housekeeping.set()
+
+
+def test_login_backoff_grows_past_the_limit_and_is_capped():
+    from chatbot.store.auth import login_backoff_s
+
+    assert [login_backoff_s(n, 3) for n in (0, 2, 3, 4, 5, 9)] == [0.0, 0.0, 0.5, 1.0, 2.0, 4.0]
 
 
 def _fn(deps: list[dict], elem_target: int, event: str) -> int:
@@ -490,3 +500,26 @@ def _users(store) -> list[tuple[int, str]]:
 
     with store.session() as s:
         return [(u.id, u.username) for u in s.query(User)]
+
+
+def test_healthz_says_ok_or_not_ok_and_nothing_else(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from chatbot.store import repo
+    from chatbot.store.db import open_store
+    from ui.app import create_app
+
+    settings = ui_settings(tmp_path / "data")
+    services = build_services(settings, FakeEmbedder(), cards=("en-preg-caffeine.md",))
+    app = create_app(settings, services, open_store(settings), memory_embedder=FakeEmbedder())
+    with TestClient(app) as client:
+        ok = client.get("/healthz")
+        assert (ok.status_code, ok.json()) == (200, {"ok": True})
+
+        def database_down(store):
+            raise OSError("database file gone")
+
+        monkeypatch.setattr(repo, "counts", database_down)
+        down = client.get("/healthz")
+        assert (down.status_code, down.json()) == (503, {"ok": False})
+    app.state.stop_housekeeping.set()

@@ -104,7 +104,13 @@ def create_app(
 
     @app.get("/healthz", include_in_schema=False)
     def healthz():
-        return JSONResponse({"ok": True, **repo.counts(state.store)})
+        # ok or not ok and nothing else: row counts would tell anyone how the service is used
+        try:
+            repo.counts(state.store)  # the database answers
+        except Exception:  # noqa: BLE001 - any failure is "not ok"
+            log.exception("healthz: the database does not answer")
+            return JSONResponse({"ok": False}, status_code=503)
+        return JSONResponse({"ok": True})
 
     common = dict(footer_links=[], run_history=False, ssr_mode=False, mcp_server=False, show_error=True)
     review = build_review_app(state)

@@ -6,11 +6,12 @@ import base64
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from chatbot.store.db import Store
@@ -106,22 +107,34 @@ def add_user(store: Store, username: str, password: str, role: str, by: Principa
         return user.id
 
 
+def login_backoff_s(account_failures: int, max_failures: int) -> float:
+    """Seconds an attempt on an account waits after ``account_failures`` recent failures from any address:
+    none up to the limit, then 0.5 s doubling per further failure, at most 4 s."""
+    if account_failures < max_failures:
+        return 0.0
+    return min(0.5 * 2 ** (account_failures - max_failures), 4.0)
+
+
 def login(store: Store, username: str, password: str, client: str, server: Any) -> tuple[str, Principal] | None:
-    """A new session token for correct credentials, None for wrong ones; LoginRateLimited when throttled."""
+    """A new session token for correct credentials, None for wrong ones; LoginRateLimited when throttled.
+
+    Throttling is per client address: an address with login_max_failures failures in the window is refused
+    (whatever account it tries). An account's failures from other addresses never lock it: past the limit
+    each attempt on it only waits a back-off (``login_backoff_s``), so an outsider cannot lock a clinician
+    out, and guessing from many addresses stays slow."""
     username = (username or "").strip()[:80]
     client = (client or "unknown")[:64]
     since = utcnow() - timedelta(seconds=server.login_window_s)
     with store.session() as s:
-        failures = s.scalar(
-            select(func.count(LoginAttempt.id)).where(
-                LoginAttempt.at >= since, or_(LoginAttempt.username == username, LoginAttempt.client == client)
-            )
-        )
-        throttled = failures >= server.login_max_failures
+        recent = select(func.count(LoginAttempt.id)).where(LoginAttempt.at >= since)
+        from_client = s.scalar(recent.where(LoginAttempt.client == client))
+        on_account = s.scalar(recent.where(LoginAttempt.username == username))
+        throttled = from_client >= server.login_max_failures
         if throttled:  # recorded (committed) before refusing
             audit(s, None, "login_throttled", "user", None, {"username": username, "client": client}, username)
     if throttled:
         raise LoginRateLimited(f"too many failed logins; try again in {max(1, server.login_window_s // 60)} min")
+    time.sleep(login_backoff_s(on_account, server.login_max_failures))
     with store.session() as s:
         user = s.scalar(select(User).where(User.username == username))
         ok = verify_password(password or "", user.password_hash if user else _DUMMY_HASH)
