@@ -308,7 +308,10 @@ def _answer(
     if not relevant:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
-    from chatbot.stages.compose import answer_model_for, compose_reply, pragmatic_context, support_scorer
+    from chatbot.stages.answer_first import answer_model_for
+    from chatbot.stages.compose import compose_reply
+    from chatbot.stages.generative import pragmatic_context
+    from chatbot.stages.support import support_scorer
 
     ccfg = services.settings.compose
     stage_event("compose")

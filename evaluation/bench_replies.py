@@ -111,7 +111,8 @@ def _answer_trace(ans: dict[str, Any]) -> dict[str, Any] | None:
 def opening(ans: dict[str, Any]) -> str:
     """What the reply opens with: the composer's answering unit when it traced one, else the first sentence
     of the composed text (the urgent-care message and the other-language note in front of it left out)."""
-    from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences
+    from chatbot.sentences import split_sentences
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 
     selected = _answer_trace(ans)
     if selected and selected.get("text"):

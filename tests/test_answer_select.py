@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chatbot.index import Hit
+from chatbot.stages.answer_first import compose_answer_first
 from chatbot.stages.answer_select import (
     Candidate,
     cue_score,
@@ -13,7 +14,6 @@ from chatbot.stages.answer_select import (
     score_units,
     select_units,
 )
-from chatbot.stages.compose import compose_answer_first
 from corpus.model import Segment
 
 

@@ -123,7 +123,7 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
 
 
 def test_opening_is_the_answer_traced_else_the_first_sentence_after_urgent_text_and_language_note() -> None:
-    from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
     from evaluation.bench_replies import opening
 
     traced = {"reply": "B. A.", "trace": {"compose": {"attempts": [{"answer": {"text": "A."}}]}}}

@@ -6,18 +6,13 @@ import pytest
 
 from chatbot.index import Hit
 from chatbot.prompts import PROMPTS_DIR, load_prompt
+from chatbot.sentences import split_sentences
 from chatbot.settings import ComposeSettings
-from chatbot.stages import compose
-from chatbot.stages.compose import (
-    NO_ANSWER,
-    OTHER_LANGUAGE_NOTE,
-    BiEncoderSupport,
-    build_messages,
-    compose_extractive,
-    compose_reply,
-    segment_units,
-    split_sentences,
-)
+from chatbot.stages import generative as generative_stage
+from chatbot.stages.compose import compose_reply
+from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE, compose_extractive, segment_units
+from chatbot.stages.generative import NO_ANSWER, build_messages
+from chatbot.stages.support import BiEncoderSupport
 from corpus.model import Segment
 
 
@@ -200,7 +195,7 @@ def test_editing_the_prompt_file_changes_the_messages(tmp_path, monkeypatch):
         "{question}|{passages}{context}\n",
         encoding="utf-8",
     )
-    monkeypatch.setattr(compose, "load_prompt", lambda name: load_prompt(name, tmp_path))
+    monkeypatch.setattr(generative_stage, "load_prompt", lambda name: load_prompt(name, tmp_path))
 
     assert build_messages("Why?", hits(FEVER), "en") == [
         {"role": "system", "content": "Say it in English."},
@@ -230,11 +225,11 @@ COT_INFO = {
     ],
 )
 def test_pragmatic_context_comes_from_the_pipelines_analysis(info, context):
-    assert compose.pragmatic_context(info) == context
+    assert generative_stage.pragmatic_context(info) == context
 
 
 def test_the_pragmatic_context_goes_between_the_passages_and_the_question():
-    context = compose.pragmatic_context(COT_INFO)
+    context = generative_stage.pragmatic_context(COT_INFO)
 
     user = build_messages("Is asthma worse at night?", hits(ASTHMA), "en", context=context)[1]["content"]
 
@@ -415,14 +410,14 @@ class StreamingLLM(FakeLLM):
     ],
 )  # fmt: skip
 def test_draft_preview_masks_contacts_and_holds_back_the_unfinished_word(raw, preview):
-    assert compose.draft_preview(raw) == preview
+    assert generative_stage.draft_preview(raw) == preview
 
 
 def test_a_streamed_draft_is_told_to_the_listener_then_replaced_by_the_validated_reply(fake_embedder):
     llm = StreamingLLM("Asthma can get worse at night. Read http://evil.example.com about asthma. Coffee cures all.")
     previews: list[str] = []
 
-    with compose.draft_listener(previews.append):
+    with generative_stage.draft_listener(previews.append):
         out = reply(llm, fake_embedder)
 
     assert (out.mode, out.text) == ("generative", "Asthma can get worse at night.")
@@ -455,7 +450,7 @@ def test_without_a_listener_the_llm_is_not_streamed(fake_embedder):
 def test_a_stream_cut_midway_falls_back_to_extractive(fake_embedder):
     previews: list[str] = []
 
-    with compose.draft_listener(previews.append):
+    with generative_stage.draft_listener(previews.append):
         out = reply(StreamingLLM("Asthma can get worse at night.", fail_after=3), fake_embedder)
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", "LLM error: ConnectionError: stream cut")
@@ -467,7 +462,7 @@ def test_a_failing_listener_never_fails_the_answer(fake_embedder):
     def broken(preview):
         raise RuntimeError("display gone")
 
-    with compose.draft_listener(broken):
+    with generative_stage.draft_listener(broken):
         out = reply(StreamingLLM("Asthma can get worse at night."), fake_embedder)
 
     assert (out.mode, out.text) == ("generative", "Asthma can get worse at night.")

@@ -12,8 +12,8 @@ import pytest
 from chatbot.index import Hit
 from chatbot.pipeline import Services, rerank_stage
 from chatbot.settings import Settings
-from chatbot.stages.compose import CrossEncoderSupport
 from chatbot.stages.rerank import CrossEncoderReranker
+from chatbot.stages.support import CrossEncoderSupport
 from corpus.model import Segment
 
 

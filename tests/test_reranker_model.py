@@ -223,7 +223,7 @@ def test_default_settings_rerank_english_questions_with_the_shipped_int8_model(t
 
 def test_as_a_support_scorer_it_keeps_a_supported_sentence_and_drops_an_unrelated_one(onnx_reranker):
     from chatbot.settings import ComposeSettings
-    from chatbot.stages.compose import CrossEncoderSupport
+    from chatbot.stages.support import CrossEncoderSupport
 
     threshold = ComposeSettings().support_threshold_cross_encoder
     claims = ["Folic acid helps prevent birth defects of the baby's brain and spine.", ECLIPSE]

@@ -231,8 +231,9 @@ def test_retrieval_text_drops_links_addresses_and_markup_but_keeps_link_text():
 import json  # noqa: E402
 
 from chatbot.answer import answer  # noqa: E402
+from chatbot.sentences import split_sentences  # noqa: E402
 from chatbot.settings import Settings  # noqa: E402
-from chatbot.stages.compose import OTHER_LANGUAGE_NOTE, split_sentences  # noqa: E402
+from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE  # noqa: E402
 from chatbot.stages.redflags import load_urgent_cards  # noqa: E402
 from chatbot.stages.safety import NO_CERTIFIED_INFO, UNSUPPORTED_LANGUAGE  # noqa: E402
 from corpus.model import Document  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot.memory import answer_with_memory
-from chatbot.stages.compose import draft_listener
+from chatbot.stages.generative import draft_listener
 from chatbot.store import repo
 from ui.i18n import accept_language, detect_language, page_language, t
 

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot.answer import fallback_warning
-from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
+from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 from chatbot.store import repo
 from ui.security import require
 

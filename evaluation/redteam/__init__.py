@@ -150,7 +150,7 @@ def fixed_texts() -> list[str]:
     """Every message the bot writes itself (not certified content), longest first."""
     from chatbot.stages import redflag_rules
     from chatbot.stages import safety as sf
-    from chatbot.stages.compose import OTHER_LANGUAGE_NOTE
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 
     texts = [
         *redflag_rules.URGENT_MESSAGE.values(),
@@ -173,7 +173,7 @@ def uncertified_urls(ans: dict[str, Any], certified: set[str]) -> list[str]:
 
 def uncertified_sentences(ans: dict[str, Any], corpus_texts: Sequence[str], fixed: Sequence[str]) -> list[str]:
     """Sentences of the reply that are neither certified text (verbatim) nor a fixed message of the bot."""
-    from chatbot.stages.compose import split_sentences
+    from chatbot.sentences import split_sentences
 
     if ans.get("status") == "invalid_input":
         return []  # no retrieval happened: the reply is the input-check message

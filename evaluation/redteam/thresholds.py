@@ -250,7 +250,7 @@ def _change_number(sentence: str, rng: random.Random) -> str | None:
 
 def support_pairs(seed: int = 7) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """(claim, evidence document id, label, kind) pairs from the maternal corpus."""
-    from chatbot.stages.compose import split_sentences
+    from chatbot.sentences import split_sentences
 
     rng = random.Random(seed)
     docs = [json.loads(line) for line in (SHARED / "maternal" / "corpus.jsonl").read_text().splitlines() if line]
@@ -351,7 +351,7 @@ def measure_support(embedder, log=print, cross_encoder=None) -> dict[str, Any] |
 
 def _cross_encoder_support_scores(pairs: list[dict[str, Any]], reranker, log=print) -> None:
     """Replace each pair's score by the product's cross-encoder support score (CrossEncoderSupport)."""
-    from chatbot.stages.compose import CrossEncoderSupport
+    from chatbot.stages.support import CrossEncoderSupport
     from corpus.segmenter import split_text
 
     texts = {

@@ -1,0 +1,173 @@
+"""Answer-first replies: the certified sentence that answers the question opens the reply, then those that
+qualify or support it (scores: chatbot.stages.answer_select; optional bi-/cross-encoder answer models)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from chatbot.index import Hit
+from chatbot.sentences import split_sentences
+from chatbot.stages.extractive import Composition, hits_in_language, segment_units
+
+# -- answer first --------------------------------------------------------------------------------------
+
+AnswerModel = Callable[[str, Sequence[str]], Sequence[float]]  # (question, unit texts) -> one score each
+
+
+def answer_candidates(
+    hits: Sequence[Hit],
+    use: Sequence[Hit],
+    document_segments: Callable[[str], Sequence[Any]] | None = None,
+    exclude: Callable[[str], bool] | None = None,
+) -> tuple[list[Any], list[Any]]:
+    """(candidate units, segments of the top document that were not retrieved): the units of the hits in
+    ``use`` and of the rest of the top used document, each knowing its document's rank among ``use``;
+    ``exclude(text)`` drops units (an exclusion question's excluded thing)."""
+    from chatbot.stages.answer_select import Candidate
+
+    doc_rank: dict[str, int] = {}
+    for h in use:
+        doc_rank.setdefault(h.segment.doc_id, len(doc_rank))
+    segments = [(h.segment, True) for h in use]
+    extra: list[Any] = []
+    if use and document_segments is not None:
+        seen = {h.segment.id for h in hits}
+        try:
+            extra = [s for s in document_segments(use[0].segment.doc_id) if s.id not in seen]
+        except Exception:  # noqa: BLE001 - the retrieved segments still make a reply
+            extra = []
+        segments += [(s, False) for s in extra]
+    units: list[Candidate] = []
+    for seg, retrieved in segments:
+        for u in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
+            if exclude is not None and exclude(u.text):
+                continue
+            units.append(
+                Candidate(
+                    text=u.text,
+                    doc_id=seg.doc_id,
+                    segment_id=seg.id,
+                    doc_rank=doc_rank.get(seg.doc_id, len(doc_rank)),
+                    position=seg.position,
+                    first=u.first,
+                    last=u.last,
+                    heading=seg.heading,
+                    title=seg.title,
+                    retrieved=retrieved,
+                    is_list=u.is_list,
+                )
+            )
+    return units, extra
+
+
+def compose_answer_first(
+    question: str,
+    hits: Sequence[Hit],
+    language: str = "en",
+    max_chars: int = 600,
+    max_units: int = 4,
+    document_segments: Callable[[str], Sequence[Any]] | None = None,
+    model: AnswerModel | None = None,
+    scorer: str = "cues",
+    exclude: Callable[[str], bool] | None = None,
+) -> Composition:
+    """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
+    then those that qualify or support it. Candidates: the hits in the patient's language and the other
+    segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit."""
+    from chatbot.stages.answer_select import join_units, question_type, score_units, select_units
+
+    use, note = hits_in_language(hits, language)
+    units, extra = answer_candidates(hits, use, document_segments, exclude)
+    if not units:
+        return Composition("extractive", "", note)
+    kind = question_type(question)
+    model_ms = None
+    if model is not None:
+        start = time.perf_counter()
+        scores = list(model(question, [f"{u.heading}: {u.text}" if u.heading else u.text for u in units]))
+        model_ms = round((time.perf_counter() - start) * 1000, 1)
+        for u, sc in zip(units, scores, strict=True):
+            u.model_score = float(sc)
+    ranked = score_units(question, kind, units)
+    chosen = select_units(question, kind, ranked, max_chars, max_units)
+    answer = chosen[0]
+    pieces = [
+        {
+            "segment_id": u.segment_id,
+            "rank": u.doc_rank,
+            "sentences": [u.first, u.last],
+            "score": u.score,
+            "role": "answer" if k == 0 else ("support" if u.doc_id == answer.doc_id else "other-document"),
+        }
+        for k, u in enumerate(chosen)
+    ]
+    detail: dict[str, Any] = {
+        "candidates": len(units),
+        "languages_used": sorted({h.segment.language for h in use}),
+        "answer": {
+            "text": answer.text,
+            "score": answer.score,
+            "parts": answer.parts,
+            "segment_id": answer.segment_id,
+            "doc_id": answer.doc_id,
+            "retrieved_segment": answer.retrieved,
+            "question_type": kind,
+            "scorer": scorer,
+            "runner_up": [{"text": u.text[:160], "score": u.score, "doc_id": u.doc_id} for u in ranked[1:4]],
+        },
+    }
+    if model_ms is not None:
+        detail["answer"]["model_ms"] = model_ms
+    used_extra = {u.segment_id for u in chosen if not u.retrieved}
+    certified_extra = [s.text for s in extra if s.id in used_extra] + [s.heading for s in extra if s.id in used_extra]
+    return Composition("extractive", join_units(chosen), note, pieces, detail, certified_extra)
+
+
+class BiEncoderAnswerModel:
+    """Cosine of each unit to the question with the pipeline's embedder; unit vectors are kept in memory
+    (certified text does not change while the process runs), so a card's sentences are embedded once."""
+
+    def __init__(self, embedder, max_cached: int = 20000) -> None:
+        self.embedder = embedder
+        self.max_cached = max_cached
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __call__(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            if len(self._cache) + len(missing) > self.max_cached:
+                self._cache.clear()
+            for t, v in zip(missing, self.embedder.embed_passages(missing), strict=True):
+                self._cache[t] = v
+        q = self.embedder.embed_queries([question])[0]
+        return np.asarray([float(self._cache[t] @ q) for t in texts], dtype=np.float32)
+
+
+class CrossEncoderAnswerModel:
+    """The cross-encoder's (question, unit) score; None for questions it was not trained on (Italian)."""
+
+    def __init__(self, reranker) -> None:
+        self.reranker = reranker
+
+    def __call__(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.reranker.predict([(question, t) for t in texts]), dtype=np.float32)
+
+
+def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel | None:
+    """The model term of compose.answer_scorer for this question: the embedder's cosine (cues+bi-encoder),
+    the cross-encoder for English questions (cues+cross-encoder), else None (cues alone)."""
+    if scorer == "cues+bi-encoder":
+        cache = services.__dict__.setdefault("_answer_models", {})
+        if "bi-encoder" not in cache:
+            cache["bi-encoder"] = BiEncoderAnswerModel(services.embedder)
+        return cache["bi-encoder"]
+    if scorer == "cues+cross-encoder" and language == "en":
+        reranker = services.cross_encoder
+        if reranker is None:
+            raise FileNotFoundError("compose.answer_scorer=cues+cross-encoder but no cross-encoder model is available")
+        return CrossEncoderAnswerModel(reranker)
+    return None
