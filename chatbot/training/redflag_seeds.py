@@ -531,7 +531,7 @@ NEGATIVES: dict[str, list[str]] = {
         "Qual è la dose massima di paracetamolo in gravidanza?",
         "Cosa vuol dire se il liquido amniotico è verde?",
         "Quanto sono frequenti gli aborti spontanei?",
-        "Quali sono i sintomi della gravidanza extrauterina?",
+        "Quali sintomi dà una gravidanza extrauterina?",
         "Cos'è il distacco di placenta?",
         "Lo stress può causare un aborto?",
         "Come si fa la rianimazione su un neonato?",
