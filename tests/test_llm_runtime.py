@@ -4,7 +4,6 @@ fails loudly, crash diagnosis, and fallbacks a person sees (stderr, review queue
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,8 +15,9 @@ from chatbot import llm_runtime
 from chatbot.answer import fallback_warning
 from chatbot.llm import LLMClient, LLMUnavailable, garbage_reason
 from chatbot.llm_server import EmbeddedServer, diagnose_exit
-from chatbot.settings import PROJECT_ROOT, Settings
+from chatbot.settings import Settings
 from tests.fake_openai import closed_port
+from tests.test_llm import embedded_env
 
 AVX512 = ["avx2", "avx512f", "fma", "sse4_2"]
 AMX = [*AVX512, "amx_bf16", "amx_int8", "amx_tile"]
@@ -165,20 +165,7 @@ def test_a_garbage_smoke_reply_is_refused_with_the_fix(tmp_path, fake_binary, mo
 
 
 def cli_env(tmp_path: Path, binary: Path, **extra: str) -> dict[str, str]:
-    model = tmp_path / "model.gguf"
-    model.write_bytes(b"GGUF")
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("CHATBOT_")}
-    env.update(
-        CHATBOT_PATHS__DATA_DIR=str(tmp_path / "data"),
-        CHATBOT_LLM__SERVER_BINARY=str(binary),
-        CHATBOT_LLM__MODEL_PATH=str(model),
-        CHATBOT_LLM__PORT=str(closed_port()),
-        CHATBOT_LLM__STARTUP_TIMEOUT_S="20",
-        PYTHONPATH=str(PROJECT_ROOT),
-        HF_HUB_OFFLINE="1",
-        **extra,
-    )
-    return env
+    return {**embedded_env(tmp_path, binary, closed_port()), **extra}
 
 
 def test_cli_llm_check_passes_and_fails_loudly(tmp_path, fake_binary):
