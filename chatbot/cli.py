@@ -204,6 +204,30 @@ def cmd_users_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tokens(args: argparse.Namespace) -> int:
+    from chatbot.store import tokens
+    from chatbot.store.db import open_store
+
+    store = open_store(_settings())
+    if args.tokens_command == "create":
+        try:
+            token = tokens.create_token(store, args.name, args.rate_per_minute)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        # shown once: only its SHA-256 is stored
+        print(json.dumps({"name": args.name, "rate_per_minute": args.rate_per_minute, "token": token}))
+        return 0
+    if args.tokens_command == "revoke":
+        if not tokens.revoke_token(store, args.name):
+            print(f"error: no active token {args.name!r}", file=sys.stderr)
+            return 2
+        print(json.dumps({"name": args.name, "revoked": True}))
+        return 0
+    print(json.dumps(tokens.list_tokens(store), indent=2))
+    return 0
+
+
 def cmd_export_qrels(args: argparse.Namespace) -> int:
     from chatbot.pipeline import Services
     from chatbot.store.db import open_store
@@ -342,6 +366,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="default settings server.host (127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="default settings server.port")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("tokens", help="API tokens for /api/v1 (created and revoked by an admin)")
+    tsub = p.add_subparsers(dest="tokens_command", required=True)
+    t = tsub.add_parser("create", help="a new token (printed once; only its SHA-256 is stored)")
+    t.add_argument("name")
+    t.add_argument("--rate-per-minute", type=int, default=60, help="calls a minute, shared by all replicas")
+    t.set_defaults(func=cmd_tokens)
+    t = tsub.add_parser("list", help="tokens, limits, calls in the last minute")
+    t.set_defaults(func=cmd_tokens)
+    t = tsub.add_parser("revoke", help="revoke a token by name")
+    t.add_argument("name")
+    t.set_defaults(func=cmd_tokens)
 
     p = sub.add_parser("users", help="manage clinician, evaluator and admin accounts")
     usub = p.add_subparsers(dest="users_command", required=True)

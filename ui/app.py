@@ -1,5 +1,6 @@
 """One FastAPI app on 127.0.0.1: `/` patient chat, `/review` clinician review, `/evaluate` Likert evaluation,
-`/login` and `/logout`, `/healthz`. Built by `chatbot serve` (and by the tests, in-process)."""
+`/login` and `/logout`, `/healthz`, and the JSON API under `/api/v1` (chatbot.api). Built by `chatbot serve`
+(and by the tests, in-process)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from typing import Any
 
 from chatbot.memory import CertifiedMemory
+from chatbot.service import ChatService
 from chatbot.store import auth, evals, repo
 from chatbot.store.db import Store, open_store
 
@@ -26,6 +28,7 @@ class AppState:
         self.services = services or Services(settings)
         self.store = store or open_store(settings)
         self.memory = CertifiedMemory(self.store, self.services, memory_embedder)
+        self.chat = ChatService(settings, self.services, self.store, self.memory)
 
     def pipeline_choices(self) -> list[str]:
         from chatbot.pipeline import pipeline_names
@@ -112,6 +115,9 @@ def create_app(
             return JSONResponse({"ok": False}, status_code=503)
         return JSONResponse({"ok": True})
 
+    from chatbot.api import attach
+
+    attach(app, state)  # /api/v1 (its own OpenAPI document), before the patient page takes "/"
     common = dict(footer_links=[], run_history=False, ssr_mode=False, mcp_server=False, show_error=True)
     review = build_review_app(state)
     evaluate = build_evaluate_app(state)

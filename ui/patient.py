@@ -15,8 +15,6 @@ from typing import Any
 
 import gradio as gr
 
-from chatbot.memory import answer_with_memory
-from chatbot.stages.generative import draft_listener
 from chatbot.store import repo
 from ui.i18n import accept_language, detect_language, page_language, t
 
@@ -166,10 +164,8 @@ def build_patient_app(state: Any):
         outcome: dict[str, Any] = {}
 
         def work() -> None:  # answers and records the turn even if the patient leaves mid-draft
-            start = time.perf_counter()
             try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
-                with draft_listener(drafts.put if state.settings.compose.stream_draft else None):
-                    ans = answer_with_memory(message, state.services, state.memory, state.settings.retrieval.pipeline)
+                turn = state.chat.answer_turn(message, conv["conversation_id"], on_draft=drafts.put)
             except Exception:  # the patient sees a plain message; the operator sees the traceback
                 log.exception("answer failed")
                 lang = detect_language(text)
@@ -185,14 +181,9 @@ def build_patient_app(state: Any):
                 return
             finally:
                 drafts.put(None)
-            latency = (time.perf_counter() - start) * 1000
+            ans = turn.answer
             lang = (ans.get("language") or detect_language(text))[:2]
-            try:  # every turn is recorded, invalid input included (status invalid_input, no links)
-                turn_id = repo.record_turn(state.store, conv["conversation_id"], ans, latency)
-            except Exception:  # the patient still gets the reply; the operator sees the traceback
-                log.exception("recording the turn failed")
-                turn_id = None
-            outcome["pending"] = {"ans": ans, "turn_id": turn_id, "lang": lang}
+            outcome["pending"] = {"ans": ans, "turn_id": turn.turn_id, "lang": lang}
 
         worker = threading.Thread(target=work, name="patient-answer", daemon=True)
         worker.start()

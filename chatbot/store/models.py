@@ -272,3 +272,42 @@ class Rating(Base):
     comment: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+# -- the JSON API (/api/v1) ---------------------------------------------------------------------------------
+class ApiToken(Base):
+    """A bearer token an admin created for another system. Only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    rate_per_minute: Mapped[int] = mapped_column(Integer, default=60)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class ApiCall(Base):
+    """One API call, for the per-token rate limit (shared by every replica) and the audit: never the question."""
+
+    __tablename__ = "api_calls"
+    __table_args__ = (Index("ix_api_calls_token_at", "token_id", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    route: Mapped[str] = mapped_column(String(64))
+    status: Mapped[int | None] = mapped_column(Integer)
+    trace_id: Mapped[str | None] = mapped_column(String(36))
+    conversation_id: Mapped[str | None] = mapped_column(String(36))
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+
+
+class ApiConversation(Base):
+    """Which token started a conversation: a token rates and continues only its own conversations."""
+
+    __tablename__ = "api_conversations"
+
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
