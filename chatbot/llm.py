@@ -10,6 +10,8 @@ first real call: a crash or a garbage reply is an error that names the cause and
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import threading
 import time
 import unicodedata
@@ -153,6 +155,10 @@ class LLMClient:
             text, stats, _ = self._request(SMOKE_MESSAGES, max_tokens=1, temperature=0.0)
         except LLMUnavailable as exc:
             proc = self.server.proc
+            if proc is not None and exc.kind == "down":
+                # A server killed by a signal mid-answer drops the connection a moment before it exits.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=2.0)
             if proc is not None and proc.poll() is not None:  # it died answering: say why
                 raise LLMUnavailable("down", f"smoke check failed: {self.server.diagnose()}") from exc
             raise LLMUnavailable(exc.kind, f"smoke check failed: {exc.message}") from exc
