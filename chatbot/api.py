@@ -20,7 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from chatbot.store import tokens
+from chatbot.store import ratelimit, tokens
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,10 @@ def require_token(request: Request) -> tokens.TokenInfo:
     """The caller's active token (401 otherwise), admitted under its rate limit (429 + Retry-After otherwise);
     the call's audit row id goes to ``request.state.api_call``."""
     state = _state(request)
+    client = request.client.host if request.client else "unknown"
+    wait = ratelimit.hit(state.store, f"api|{client}", state.settings.server.api_client_rate_per_minute)
+    if wait:  # per client address, before the token is even checked (slows token guessing too)
+        raise HTTPException(429, "rate limit exceeded for this client", headers={"Retry-After": str(wait)})
     who = tokens.authenticate(state.store, _bearer(request))
     if who is None:
         raise HTTPException(401, "a valid API token is required", headers={"WWW-Authenticate": "Bearer"})

@@ -565,6 +565,19 @@ class ServerSettings(_Group):
         description="Patient questions allowed to wait in the queue; past it new ones are refused at once "
         "(a visible error instead of an unbounded wait).",
     )
+    chat_rate_per_minute: int = Field(
+        default=30,
+        ge=0,
+        description="Questions one client address may ask the patient chat per minute (counted in the "
+        "database, so every replica shares it); past it the page asks to wait. 0: no limit. Behind a balancer "
+        "every patient has the balancer's address: limit per client there instead.",
+    )
+    api_client_rate_per_minute: int = Field(
+        default=120,
+        ge=0,
+        description="Calls one client address may make to /api/v1 per minute, whatever token it uses (each "
+        "token has its own limit too, `chatbot tokens create --rate-per-minute`). 0: no limit.",
+    )
 
 
 class ComposeSettings(_Group):

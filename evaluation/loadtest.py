@@ -159,6 +159,9 @@ def start_server(data_dir: Path, port: int, pipeline: str, env_extra: dict[str, 
         "CHATBOT_RETRIEVAL__PIPELINE": pipeline,
         "GRADIO_ANALYTICS_ENABLED": "False",
         "HF_HUB_OFFLINE": "1",
+        # every simulated patient comes from 127.0.0.1: the per-address limits would measure themselves
+        "CHATBOT_SERVER__CHAT_RATE_PER_MINUTE": "0",
+        "CHATBOT_SERVER__API_CLIENT_RATE_PER_MINUTE": "0",
         **env_extra,
     }
     chatbot = [sys.executable, "-m", "chatbot.cli"]

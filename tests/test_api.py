@@ -150,3 +150,52 @@ def test_health_and_ready_report_index_and_database(live):
     assert r.status_code == 200
     assert r.json()["ready"] is True
     assert {k: v for k, v in r.json()["checks"].items() if k != "llm"} == {"database": True, "index": True}
+
+
+def _fill(store, key: str, limit: int) -> None:
+    from chatbot.store import ratelimit
+
+    for _ in range(limit):
+        ratelimit.hit(store, key, limit)
+
+
+def _clear(store) -> None:
+    from sqlalchemy import delete
+
+    from chatbot.store.models import RateCounter
+
+    with store.session() as s:
+        s.execute(delete(RateCounter))
+
+
+def test_one_client_address_over_its_limit_gets_429_whatever_the_token(live):
+    limit = live.app.state.chatbot.settings.server.api_client_rate_per_minute
+    _fill(live.store, "api|127.0.0.1", limit)
+    try:
+        for token in (live.tokens["portal"], live.tokens["app"], None):
+            with client(live, token) as c:
+                r = c.post("/answer", json={"question": QUESTION})
+            assert (r.status_code, r.json()["detail"]) == (429, "rate limit exceeded for this client")
+            assert 1 <= int(r.headers["retry-after"]) <= 60
+    finally:
+        _clear(live.store)
+    with client(live, live.tokens["portal"]) as c:
+        assert c.post("/answer", json={"question": QUESTION}).status_code == 200
+
+
+def test_one_client_address_over_the_chat_limit_is_asked_to_wait_and_nothing_is_answered(live):
+    from sqlalchemy import func, select
+
+    from chatbot.store.models import Turn
+    from tests.browser.support import ask_api
+
+    with live.store.session() as s:
+        before = s.scalar(select(func.count(Turn.id)))
+    _fill(live.store, "chat|127.0.0.1", live.app.state.chatbot.settings.server.chat_rate_per_minute)
+    try:
+        out = str(ask_api(httpx.Client(base_url=live.url, timeout=60), QUESTION)["output"])
+    finally:
+        _clear(live.store)
+    assert "You have asked many questions in a short time. Please wait" in out and "Sources" not in out
+    with live.store.session() as s:
+        assert s.scalar(select(func.count(Turn.id))) == before

@@ -10,7 +10,7 @@ from typing import Any
 
 from chatbot.memory import CertifiedMemory
 from chatbot.service import ChatService
-from chatbot.store import auth, evals, repo
+from chatbot.store import auth, evals, ratelimit, repo
 from chatbot.store.db import Store, open_store
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ def _housekeeping(state: AppState, stop: threading.Event) -> None:
         try:
             n = repo.purge_expired(state.store, state.settings.store.retention_days)
             auth.prune_auth(state.store, state.settings.server)
+            ratelimit.prune(state.store)
             if n:
                 log.info("retention: deleted %d conversations", n)
         except Exception:  # never let housekeeping kill the server

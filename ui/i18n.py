@@ -24,6 +24,7 @@ STRINGS = {
         "error": "Sorry, something went wrong while answering. Please try again.",
         "memory": "Answer approved by a clinician.",
         "draft": "Draft, being checked against the certified sources…",
+        "busy": "You have asked many questions in a short time. Please wait {seconds} seconds and try again.",
     },
     "it": {
         "title": "Domande su gravidanza e neonato",
@@ -42,6 +43,7 @@ STRINGS = {
         "error": "Si è verificato un errore durante la risposta. Riprova.",
         "memory": "Risposta approvata da un clinico.",
         "draft": "Bozza, in verifica sui testi certificati…",
+        "busy": "Hai fatto molte domande in poco tempo. Attendi {seconds} secondi e riprova.",
     },
 }
 

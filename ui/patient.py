@@ -15,7 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from chatbot.store import repo
+from chatbot.store import ratelimit, repo
 from ui.i18n import accept_language, detect_language, page_language, t
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,17 @@ def build_patient_app(state: Any):
             log.exception("early red-flag screen failed")
             return None
 
-    def compute(message: str, history: list, conv: dict):
+    def _client_wait(request: Any) -> int:
+        """Seconds this client must wait (0: go on): server.chat_rate_per_minute per client address, counted
+        in the database; a failing count never blocks a patient."""
+        client = getattr(getattr(request, "client", None), "host", None) or "unknown"
+        try:
+            return ratelimit.hit(state.store, f"chat|{client}", server.chat_rate_per_minute)
+        except Exception:  # noqa: BLE001 - the operator sees the traceback; the patient is answered
+            log.exception("chat rate limit failed")
+            return 0
+
+    def compute(message: str, history: list, conv: dict, request: gr.Request = None):
         """The CPU-bound part (memory + pipeline), under the answer concurrency limit. A generative reply's
         draft is shown while the LLM writes it, marked as a draft (masked preview, chatbot.stages.compose
         .draft_preview); the validated reply replaces it (stream). Extractive replies have no draft."""
@@ -160,6 +170,11 @@ def build_patient_app(state: Any):
         shown = shown_question(text, state.settings.safety.max_question_chars)
         if shown:
             history.append({"role": "user", "content": shown})
+        wait = _client_wait(request)
+        if wait:  # over the per-client limit: no answer, no turn recorded, a polite message
+            history.append({"role": "assistant", "content": t(detect_language(text), "busy", seconds=wait)})
+            yield history, conv, "", gr.update()
+            return
         drafts: queue.Queue[str | None] = queue.Queue()
         outcome: dict[str, Any] = {}
 

@@ -311,3 +311,13 @@ class ApiConversation(Base):
 
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
     token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+
+
+class RateCounter(Base):
+    """Fixed-window request counters (per client address, per surface), shared by every replica."""
+
+    __tablename__ = "rate_counters"
+
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    window_start: Mapped[int] = mapped_column(Integer, primary_key=True)  # unix seconds
+    count: Mapped[int] = mapped_column(Integer, default=0)
