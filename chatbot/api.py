@@ -20,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from chatbot import observability as obs
 from chatbot.store import ratelimit, tokens
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class Ready(BaseModel):
     checks: dict[str, bool]
 
 
-def _bearer(request: Request) -> str | None:
+def bearer_token(request: Request) -> str | None:
     value = request.headers.get("authorization", "")
     scheme, _, token = value.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
@@ -101,12 +102,14 @@ def require_token(request: Request) -> tokens.TokenInfo:
     client = request.client.host if request.client else "unknown"
     wait = ratelimit.hit(state.store, f"api|{client}", state.settings.server.api_client_rate_per_minute)
     if wait:  # per client address, before the token is even checked (slows token guessing too)
+        obs.RATE_LIMITED.labels("api_client").inc()
         raise HTTPException(429, "rate limit exceeded for this client", headers={"Retry-After": str(wait)})
-    who = tokens.authenticate(state.store, _bearer(request))
+    who = tokens.authenticate(state.store, bearer_token(request))
     if who is None:
         raise HTTPException(401, "a valid API token is required", headers={"WWW-Authenticate": "Bearer"})
     call_id, wait = tokens.admit_call(state.store, who, request.url.path)
     if call_id is None:
+        obs.RATE_LIMITED.labels("api_token").inc()
         raise HTTPException(429, "rate limit exceeded", headers={"Retry-After": str(wait)})
     request.state.api_call = call_id
     request.state.api_started = time.perf_counter()
@@ -192,7 +195,7 @@ def build_router() -> APIRouter:
         wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
         if not wants_stream:
             try:
-                turn = state.chat.answer_turn(body.question, body.conversation_id)
+                turn = state.chat.answer_turn(body.question, body.conversation_id, route="api")
             except Exception:
                 log.exception("api answer failed")
                 _finish(request, 500)
@@ -251,7 +254,10 @@ def _stream(state: Any, who: tokens.TokenInfo, body: AnswerRequest, request: Req
         try:
             with stage_listener(on_stage):
                 outcome["turn"] = state.chat.answer_turn(
-                    body.question, body.conversation_id, on_draft=lambda d: events.put(("draft", {"text": d}))
+                    body.question,
+                    body.conversation_id,
+                    on_draft=lambda d: events.put(("draft", {"text": d})),
+                    route="api-stream",
                 )
         except Exception:
             log.exception("api answer failed")

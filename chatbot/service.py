@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatbot import observability as obs
 from chatbot.memory import answer_with_memory
 from chatbot.stages.generative import draft_listener
 from chatbot.store import repo
@@ -56,6 +57,7 @@ class ChatService:
         question: Any,
         conversation_id: str | None = None,
         on_draft: Callable[[str], None] | None = None,
+        route: str = "page",
     ) -> TurnResult:
         """Answer ``question`` (memory, then the configured pipeline) and record the turn. Raises what the
         answer raises; a failure to record is logged and gives ``turn_id`` None (the reply still goes out)."""
@@ -63,12 +65,24 @@ class ChatService:
         trace_id = str(uuid.uuid4())
         start = time.perf_counter()
         stream = on_draft if self.settings.compose.stream_draft else None
-        with draft_listener(stream):
-            ans = answer_with_memory(question, self.services, self.memory, self.settings.retrieval.pipeline)
+        obs.IN_PROGRESS.inc()
+        try:
+            with draft_listener(stream):
+                ans = answer_with_memory(question, self.services, self.memory, self.settings.retrieval.pipeline)
+        except Exception:
+            obs.ERRORS.labels(route).inc()
+            obs.REQUEST_LOG.error("answer failed", extra={"fields": {"trace_id": trace_id, "route": route}})
+            raise
+        finally:
+            obs.IN_PROGRESS.dec()
         latency = (time.perf_counter() - start) * 1000
         trace = ans.setdefault("trace", {})
         if isinstance(trace, dict):
             trace["trace_id"] = trace_id
+        try:
+            obs.record_answer(ans, route, trace_id, latency, self.settings.server.log_questions)
+        except Exception:  # noqa: BLE001 - logging never fails an answer
+            log.exception("answer log failed")
         try:
             turn_id = repo.record_turn(self.store, conversation_id, ans, latency)
         except Exception:  # the patient still gets the reply; the operator sees the traceback

@@ -572,6 +572,14 @@ class ServerSettings(_Group):
         "database, so every replica shares it); past it the page asks to wait. 0: no limit. Behind a balancer "
         "every patient has the balancer's address: limit per client there instead.",
     )
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="`chatbot serve` logs: one JSON object a line (json) or plain text."
+    )
+    log_questions: bool = Field(
+        default=False,
+        description="Put the patient's question text in the answer log lines. Off: logs carry the trace id "
+        "(the review page shows the question to clinicians), never the question.",
+    )
     api_client_rate_per_minute: int = Field(
         default=120,
         ge=0,

@@ -199,3 +199,31 @@ def test_one_client_address_over_the_chat_limit_is_asked_to_wait_and_nothing_is_
     assert "You have asked many questions in a short time. Please wait" in out and "Sources" not in out
     with live.store.session() as s:
         assert s.scalar(select(func.count(Turn.id))) == before
+
+
+def test_metrics_reveal_nothing_without_a_token_and_count_answers_and_stages_with_one(live):
+    r = httpx.get(live.url + "/metrics", timeout=30)
+    assert (r.status_code, r.json()) == (401, {"detail": "a valid API token is required"})
+    assert httpx.get(live.url + "/metrics", headers={"authorization": "Bearer cb_wrong"}).status_code == 401
+    with client(live, live.tokens["app"]) as c:
+        assert c.post("/answer", json={"question": QUESTION}).status_code == 200
+    r = httpx.get(live.url + "/metrics", headers={"authorization": f"Bearer {live.tokens['app']}"}, timeout=30)
+    assert r.status_code == 200
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in r.text.splitlines() if line[:1] != "#"}
+    assert samples['chatbot_answers_total{route="api",status="answered"}'] >= 1
+    assert samples['chatbot_stage_seconds_count{stage="retrieve"}'] >= 1
+    assert samples["chatbot_answers_in_progress"] == 0
+
+
+def test_an_answer_logs_one_json_line_with_trace_id_and_stage_timings_but_no_question(live, caplog):
+    from chatbot.observability import JsonFormatter
+
+    with caplog.at_level("INFO", logger="chatbot.requests"), client(live, live.tokens["app"]) as c:
+        body = c.post("/answer", json={"question": QUESTION}).json()
+    records = [r for r in caplog.records if r.name == "chatbot.requests" and r.fields["trace_id"] == body["trace_id"]]
+    assert len(records) == 1
+    line = json.loads(JsonFormatter().format(records[0]))
+    assert (line["msg"], line["event"], line["route"], line["status"]) == ("answer", "answer", "api", "answered")
+    assert (line["refusal"], line["urgent"], line["fallback"]) == (False, False, False)
+    assert line["stages_ms"]["total"] > 0 and "retrieve" in line["stages_ms"]
+    assert "question" not in line and QUESTION not in json.dumps(line)

@@ -8,6 +8,8 @@ import logging
 import threading
 from typing import Any
 
+from fastapi import Request
+
 from chatbot.memory import CertifiedMemory
 from chatbot.service import ChatService
 from chatbot.store import auth, evals, ratelimit, repo
@@ -84,7 +86,7 @@ def create_app(
 ):
     import gradio as gr
     from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
     from starlette.middleware.cors import CORSMiddleware
 
     from ui.evaluate import build_evaluate_app
@@ -119,6 +121,18 @@ def create_app(
     from chatbot.api import attach
 
     attach(app, state)  # /api/v1 (its own OpenAPI document), before the patient page takes "/"
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(request: Request):
+        # Prometheus exposition for API token holders only (401 without one: counts say how it is used)
+        from chatbot.api import bearer_token
+        from chatbot.observability import metrics_text
+        from chatbot.store import tokens
+
+        if tokens.authenticate(state.store, bearer_token(request)) is None:
+            return JSONResponse({"detail": "a valid API token is required"}, 401, {"WWW-Authenticate": "Bearer"})
+        return Response(metrics_text(), media_type="text/plain; version=0.0.4")
+
     common = dict(footer_links=[], run_history=False, ssr_mode=False, mcp_server=False, show_error=True)
     review = build_review_app(state)
     evaluate = build_evaluate_app(state)
@@ -156,6 +170,9 @@ def serve(settings: Any, host: str | None = None, port: int | None = None) -> No
 
     host = host or settings.server.host
     port = port or settings.server.port
+    from chatbot.observability import configure_logging
+
+    configure_logging(settings.server.log_format)
     app = create_app(settings)
     print(f"serving on http://{host}:{port}/  (/review, /evaluate, /login)", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=True, timeout_graceful_shutdown=5)

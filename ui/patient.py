@@ -15,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+from chatbot.observability import RATE_LIMITED
 from chatbot.store import ratelimit, repo
 from ui.i18n import accept_language, detect_language, page_language, t
 
@@ -152,10 +153,13 @@ def build_patient_app(state: Any):
         in the database; a failing count never blocks a patient."""
         client = getattr(getattr(request, "client", None), "host", None) or "unknown"
         try:
-            return ratelimit.hit(state.store, f"chat|{client}", server.chat_rate_per_minute)
+            wait = ratelimit.hit(state.store, f"chat|{client}", server.chat_rate_per_minute)
         except Exception:  # noqa: BLE001 - the operator sees the traceback; the patient is answered
             log.exception("chat rate limit failed")
             return 0
+        if wait:
+            RATE_LIMITED.labels("chat").inc()
+        return wait
 
     def compute(message: str, history: list, conv: dict, request: gr.Request = None):
         """The CPU-bound part (memory + pipeline), under the answer concurrency limit. A generative reply's
