@@ -195,7 +195,8 @@ def build_router() -> APIRouter:
         wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
         if not wants_stream:
             try:
-                turn = state.chat.answer_turn(body.question, body.conversation_id, route="api")
+                with request.app.state.slots:
+                    turn = state.chat.answer_turn(body.question, body.conversation_id, route="api")
             except Exception:
                 log.exception("api answer failed")
                 _finish(request, 500)
@@ -252,7 +253,7 @@ def _stream(state: Any, who: tokens.TokenInfo, body: AnswerRequest, request: Req
             events.put(("stage", {"stage": stage, "ms": None if ms is None else round(ms, 1)}))
 
         try:
-            with stage_listener(on_stage):
+            with request.app.state.slots, stage_listener(on_stage):
                 outcome["turn"] = state.chat.answer_turn(
                     body.question,
                     body.conversation_id,
@@ -295,5 +296,7 @@ def attach(app: Any, state: Any) -> FastAPI:
     """Mount the API on ``app`` at /api/v1 sharing ``state`` (call before mounting a page at /)."""
     api = build_api()
     api.state.chatbot = state
+    # answers are CPU-bound: at most server.answer_concurrency at a time, the rest wait (as on the page)
+    api.state.slots = threading.BoundedSemaphore(state.settings.server.answer_concurrency)
     app.mount(API_PREFIX, api)
     return api

@@ -1,10 +1,12 @@
 """Bounded loopback load test of the patient chat: N concurrent patient sessions against `chatbot serve`.
 
-    python -m evaluation.loadtest [--sessions 50] [--questions 2] [--pipeline dense+rerank] [--out FILE]
+    python -m evaluation.loadtest [--via api|page] [--sessions 50] [--questions 2] [--pipeline dense+rerank]
 
 Starts its own server (a subprocess on a free 127.0.0.1 port, data in a temp dir with the demo corpus
-ingested), opens N sessions at once, each loading the page and asking its questions through the same
-Gradio queue events as the browser (answer, then stream), and reports p50/p95/max latency and errors.
+ingested, an API token created with `chatbot tokens create`), opens N sessions at once and reports
+p50/p95/max latency and errors. ``--via api`` (default): each session asks its questions through the JSON API
+(POST /api/v1/answer with its token, one conversation per session). ``--via page``: each session loads the
+page and asks through the same Gradio queue events as the browser (answer, then stream).
 Bounded: N x questions requests, a global deadline, loopback only; the server is stopped at the end."""
 
 from __future__ import annotations
@@ -115,13 +117,51 @@ async def patient_session(base: str, questions: list[str], deadline: float, resu
                                 "error": repr(exc)[:200]})  # fmt: skip
 
 
-async def run_load(base: str, sessions: int, per_session: int, timeout_s: float, seed: int) -> dict[str, Any]:
+async def api_session(
+    base: str, questions: list[str], deadline: float, results: list[dict[str, Any]], token: str
+) -> None:
+    """One patient through the JSON API: one conversation, its questions one after the other."""
+    import httpx
+
+    headers = {"authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(300.0), headers=headers) as client:
+        conversation = None
+        for q in questions:
+            if time.monotonic() > deadline:
+                return
+            t0 = time.perf_counter()
+            try:
+                r = await client.post("/api/v1/answer", json={"question": q, "conversation_id": conversation})
+                r.raise_for_status()
+                body = r.json()
+                conversation = body["conversation_id"]
+                links = len(body["links"])
+                ok = links == 3
+                ms = (time.perf_counter() - t0) * 1000
+                results.append({"kind": "answer", "ms": ms, "answer_ms": ms, "ok": ok, "links": links,
+                                **({} if ok else {"error": f"{links} links"})})  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - every failure is counted, none stops the test
+                results.append({"kind": "answer", "ms": (time.perf_counter() - t0) * 1000, "ok": False,
+                                "error": repr(exc)[:200]})  # fmt: skip
+
+
+async def run_load(
+    base: str, sessions: int, per_session: int, timeout_s: float, seed: int, token: str | None = None
+) -> dict[str, Any]:
+    """Every session at once, through the API when ``token`` is given, else through the page's events."""
     rng = random.Random(seed)
     plans = [[rng.choice(QUESTIONS) for _ in range(per_session)] for _ in range(sessions)]
     results: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout_s
     start = time.perf_counter()
-    tasks = [asyncio.create_task(patient_session(base, plan, deadline, results)) for plan in plans]
+    tasks = [
+        asyncio.create_task(
+            api_session(base, plan, deadline, results, token)
+            if token
+            else patient_session(base, plan, deadline, results)
+        )
+        for plan in plans
+    ]
     done, pending = await asyncio.wait(tasks, timeout=timeout_s + 5)
     for task in pending:
         task.cancel()
@@ -170,6 +210,16 @@ def start_server(data_dir: Path, port: int, pipeline: str, env_extra: dict[str, 
                             stdout=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
 
 
+def create_token(data_dir: Path, pipeline: str) -> str:
+    """An API token for the load (its per-token limit far above the bounded request count)."""
+    env = {**os.environ, "CHATBOT_PATHS__DATA_DIR": str(data_dir), "CHATBOT_RETRIEVAL__PIPELINE": pipeline}
+    out = subprocess.run(
+        [sys.executable, "-m", "chatbot.cli", "tokens", "create", "loadtest", "--rate-per-minute", "100000"],
+        check=True, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)["token"]
+
+
 def wait_ready(base: str, proc: subprocess.Popen, timeout_s: float = 180) -> None:
     import httpx
 
@@ -191,14 +241,22 @@ def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) 
     lines = [
         "# Load test: concurrent patient sessions (loopback)",
         "",
-        f"Command: `python -m evaluation.loadtest --sessions {args.sessions} --questions {args.questions} "
+        f"Command: `python -m evaluation.loadtest --via {args.via} --sessions {args.sessions} "
+        f"--questions {args.questions} "
         f"--pipeline {args.pipeline}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU cores, "
         f"embedding.model {_settings().embedding.model}, memory on with {_settings().store.memory_embedder}, "
         f"Python {platform.python_version()}). The server (`chatbot serve`, default server settings: "
         f"answer_concurrency 2, stream_delay_ms 20) ran in its own process on 127.0.0.1 with the demo corpus; "
-        "the load generator in another. Each session loads the page, then asks its questions one after the "
-        "other through the browser's two queue events (answer, then streamed display); all sessions start at "
-        "once. Latency = question sent → last streamed chunk (3 links) received.",
+        "the load generator in another. "
+        + (
+            "Each session asks its questions one after the other through the JSON API (POST /api/v1/answer with "
+            "a bearer token, one conversation per session); all sessions start at once. Latency = request sent "
+            "→ JSON answer (3 links) received."
+            if args.via == "api"
+            else "Each session loads the page, then asks its questions one after the other through the "
+            "browser's two queue events (answer, then streamed display); all sessions start at once. Latency = "
+            "question sent → last streamed chunk (3 links) received."
+        ),
         "",
         "| metric | value |",
         "|---|---|",
@@ -214,8 +272,9 @@ def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) 
         f"{result['load_average_1min']['after']} (2 cores shared with other jobs) |",
         "",
         "Latency under load is mostly queueing: answers are computed at most `server.answer_concurrency` at a "
-        "time (CPU-bound pipeline on 2 cores), the others wait in Gradio's queue (bounded by "
-        "`server.queue_size`). Streaming runs outside that limit.",
+        "time (CPU-bound pipeline on 2 cores), the others wait (in Gradio's queue for the page, bounded by "
+        "`server.queue_size`; in the server's thread pool for the API). The page's streaming runs outside that "
+        "limit.",
     ]
     if result["error_samples"]:
         lines += ["", "Error samples: " + "; ".join(result["error_samples"])]
@@ -231,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="global deadline in seconds")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--url", default=None, help="an already running server on loopback (skips starting one)")
+    parser.add_argument("--via", choices=("api", "page"), default="api", help="the JSON API or the page's events")
+    parser.add_argument("--token", default=os.environ.get("CHATBOT_API_TOKEN"), help="API token for --url --via api")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "evaluation" / "results" / "loadtest.md")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 200 or not 1 <= args.questions <= 10:
@@ -244,13 +305,20 @@ def main(argv: list[str] | None = None) -> int:
             if not (urlparse(args.url).hostname or "").startswith(("127.", "localhost", "::1")):
                 parser.error("loopback only")
             base = args.url.rstrip("/")
+            token = args.token
+            if args.via == "api" and not token:
+                parser.error("--via api with --url needs --token (or CHATBOT_API_TOKEN)")
         else:
             port = _free_port()
             base = f"http://127.0.0.1:{port}"
             proc = start_server(Path(tmp.name), port, args.pipeline, {})
             wait_ready(base, proc)
+            token = create_token(Path(tmp.name), args.pipeline) if args.via == "api" else None
         load_before = os.getloadavg()[0]
-        result = asyncio.run(run_load(base, args.sessions, args.questions, args.timeout, args.seed))
+        result = asyncio.run(
+            run_load(base, args.sessions, args.questions, args.timeout, args.seed, token if args.via == "api" else None)
+        )
+        result["via"] = args.via
         result["load_average_1min"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     finally:
         if proc is not None:
