@@ -69,6 +69,7 @@ def configure_logging(fmt: str = "json", level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # migration chatter at every start
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         lg = logging.getLogger(name)
         lg.handlers[:] = []

@@ -266,7 +266,11 @@ def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) 
         f"| **errors** | **{result['errors']}** |",
         f"| latency p50 / p95 / max | {lat['p50']} / {lat['p95']} / {lat['max']} ms |",
         f"| of which answer event p50 / p95 | {ans['p50']} / {ans['p95']} ms |",
-        f"| page load p50 / p95 | {result['page_ms']['p50']} / {result['page_ms']['p95']} ms |",
+        *(
+            [f"| page load p50 / p95 | {result['page_ms']['p50']} / {result['page_ms']['p95']} ms |"]
+            if args.via == "page"
+            else []
+        ),
         f"| wall time | {result['wall_s']} s ({result['throughput_per_s']} answers/s) |",
         f"| machine load average (1 min) before / after | {result['load_average_1min']['before']} / "
         f"{result['load_average_1min']['after']} (2 cores shared with other jobs) |",
