@@ -91,3 +91,29 @@ def test_ask_shows_stage_progress_on_stderr_unless_json_or_quiet(tmp_path, monke
     for flag in ("--json", "--quiet"):
         assert cli.main(["ask", "Why am I tired?", flag]) == 0
         assert capsys.readouterr().err == ""
+
+
+def test_tokens_create_list_revoke_store_only_the_hash(tmp_path, monkeypatch, capsys):
+    import hashlib
+    import json as _json
+
+    from chatbot import cli
+
+    monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path))
+    assert cli.main(["tokens", "create", "portal", "--rate-per-minute", "7"]) == 0
+    created = _json.loads(capsys.readouterr().out)
+    assert (created["name"], created["rate_per_minute"]) == ("portal", 7) and created["token"].startswith("cb_")
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "chatbot.sqlite3") as db:  # WAL: read through SQLite, not the file bytes
+        rows = db.execute("SELECT name, token_hash FROM api_tokens").fetchall()
+    assert rows == [("portal", hashlib.sha256(created["token"].encode()).hexdigest())]
+    assert cli.main(["tokens", "create", "portal"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["tokens", "list"]) == 0
+    (row,) = _json.loads(capsys.readouterr().out)
+    assert (row["name"], row["rate_per_minute"], row["revoked_at"], row["calls_last_minute"]) == ("portal", 7, None, 0)
+    assert cli.main(["tokens", "revoke", "portal"]) == 0
+    assert _json.loads(capsys.readouterr().out) == {"name": "portal", "revoked": True}
+    assert cli.main(["tokens", "revoke", "portal"]) == 2
+    assert "no active token 'portal'" in capsys.readouterr().err
