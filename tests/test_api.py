@@ -227,3 +227,27 @@ def test_an_answer_logs_one_json_line_with_trace_id_and_stage_timings_but_no_que
     assert (line["refusal"], line["urgent"], line["fallback"]) == (False, False, False)
     assert line["stages_ms"]["total"] > 0 and "retrieve" in line["stages_ms"]
     assert "question" not in line and QUESTION not in json.dumps(line)
+
+
+def test_ready_is_503_when_the_index_or_the_database_is_down(live, monkeypatch):
+    index = live.app.state.chatbot.services.index
+
+    def down() -> int:
+        raise RuntimeError("index server unreachable")
+
+    monkeypatch.setattr(index, "count", down)
+    r = httpx.get(live.url + "/api/v1/ready", timeout=30)
+    assert r.status_code == 503
+    assert (r.json()["ready"], r.json()["checks"]["index"], r.json()["checks"]["database"]) == (False, False, True)
+    monkeypatch.undo()
+    engine = live.app.state.chatbot.store.engine
+
+    def no_database():
+        raise RuntimeError("database unreachable")
+
+    monkeypatch.setattr(engine, "connect", no_database)
+    r = httpx.get(live.url + "/api/v1/ready", timeout=30)
+    monkeypatch.undo()
+    assert r.status_code == 503
+    assert (r.json()["checks"]["database"], r.json()["checks"]["index"]) == (False, True)
+    assert httpx.get(live.url + "/api/v1/ready", timeout=30).status_code == 200
