@@ -68,7 +68,9 @@ class ChatService:
         obs.IN_PROGRESS.inc()
         try:
             with draft_listener(stream):
-                ans = answer_with_memory(question, self.services, self.memory, self.settings.retrieval.pipeline)
+                # no pipeline named: the router sends exclusion questions to the decomposition, the rest to
+                # retrieval.pipeline (chatbot.stages.route)
+                ans = answer_with_memory(question, self.services, self.memory)
         except Exception:
             obs.ERRORS.labels(route).inc()
             obs.REQUEST_LOG.error("answer failed", extra={"fields": {"trace_id": trace_id, "route": route}})

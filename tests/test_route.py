@@ -137,3 +137,16 @@ def test_an_exclusion_reply_leaves_out_sentences_that_name_the_excluded_thing(tm
 
     assert "fever" not in ans["reply"].lower()
     assert [link["url"] for link in ans["links"]][0] == "https://example.org/positive"
+
+
+def test_the_patient_page_and_the_api_route_through_the_service(tmp_path, fake_embedder):
+    from chatbot.service import ChatService
+    from chatbot.store.db import open_store
+
+    services = make_services(tmp_path, fake_embedder)
+    chat = ChatService(services.settings, services, open_store(services.settings), memory=None)
+
+    turn = chat.answer_turn("asthma other than fever")
+
+    assert turn.answer["trace"]["route"]["pipeline"] == "logical"
+    assert turn.answer["links"][0]["url"] == "https://example.org/positive"
