@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from chatbot.stages.redflag_classifier import LABELS, RedFlagClassifier, features, normalise, units
-from chatbot.training.redflags import choose_threshold, expand, fill, quantise, typos
+from chatbot.training.redflag_dataset import expand, extra_seeds, fill, seeds, typos
+from chatbot.training.redflags import choose_framing_floor, choose_threshold, gated, quantise
 
 
 def test_features_fold_accents_and_are_unit_length():
@@ -89,3 +90,28 @@ def test_expansions_are_seeded_and_fill_every_slot():
 
     assert a == b and "{" not in a[0]
     assert typos("bleeding heavily", random.Random(3), 1) != "bleeding heavily"
+
+
+def test_the_framing_floor_is_the_highest_that_keeps_the_recall_on_every_run():
+    scores = np.array([0.9, 0.04, 0.12, 0.02, 0.3])
+    rules = np.array([False, True, True, True, False])
+    framed = np.array([False, True, True, True, False])
+    urgent = np.array([True, True, False, False, False])
+
+    # the framed urgent rule (0.04) must survive: floors 0.01-0.04 keep it, 0.05 loses it
+    assert choose_framing_floor([(scores, rules, framed, urgent)], 0.5, 1.0) == 0.04
+    assert gated(scores, rules, framed, 0.5, 0.04).tolist() == [True, True, True, False, False]
+    assert choose_framing_floor([(scores, rules, framed, urgent)], 0.5, 0.5) == 0.5
+    assert gated(scores, rules, framed, 0.5, 0.5).tolist() == [True, False, False, False, False]
+    # an unframed rule always counts
+    assert gated(scores, rules, np.zeros(5, dtype=bool), 0.5, 0.5).tolist() == [True, True, True, True, False]
+
+
+def test_the_seed_data_loads_with_its_labels():
+    table = seeds()
+    assert set(table["positives"]) == {"emergency", "poisoning", "mental_health", "maternity_unit"}
+    assert {len(table["positives"][a]["en"]) > 0 for a in table["positives"]} == {True}
+    rows = extra_seeds()
+    assert len(rows) == 759
+    assert {r["label"] for r in rows} == {"emergency", "poisoning", "mental_health", "maternity_unit", "none"}
+    assert {r["lang"] for r in rows} == {"en", "it"}

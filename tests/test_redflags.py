@@ -10,6 +10,7 @@ from chatbot.answer import answer
 from chatbot.memory import CertifiedMemory, answer_with_memory
 from chatbot.settings import DEMO_CORPUS, Settings
 from chatbot.stages import redflags
+from chatbot.stages.redflag_framing import framing
 from chatbot.stages.redflag_rules import RED_FLAG_RULES
 from chatbot.stages.redflags import (
     ACTIONS,
@@ -218,6 +219,39 @@ def test_a_rule_floor_lets_a_confident_classifier_overrule_the_rules():
     assert screen("How many paracetamol is an overdose?", _FakeClassifier(None)).action == "poisoning"
 
 
+def test_a_framed_message_needs_the_classifier_for_its_rules():
+    calm = _FakeClassifier(None)
+    calm.framing_floor = 0.05  # the fake scores 0.02 when nothing fired
+    past = "I had a postpartum haemorrhage and bled heavily with my first baby 4 years ago, will it happen again?"
+
+    result = screen(past, calm)
+
+    assert result.urgent is False
+    assert result.classifier["rules_overruled"] == ["bleeding_in_pregnancy"]
+    assert result.classifier["framing"] == ["past"]
+    # told in the present, the same rule still fires with the same calm classifier
+    assert screen("I gave birth 4 days ago and I am bleeding heavily with clots", calm).action == "maternity_unit"
+    # and a framed message fires when the classifier gives it some urgency
+    assert screen(past, _FakeClassifier("maternity_unit", 0.3)).urgent is True
+
+
+@pytest.mark.parametrize(
+    ("text", "frames"),
+    [
+        ("My mum had a seizure in pregnancy in the 80s, is eclampsia hereditary?", ("past",)),
+        ("what should I do if my toddler ever swallows a battery?", ("hypothetical",)),
+        ("quanto è frequente l'autolesionismo dopo il parto? sto scrivendo la tesi", ("study",)),
+        ("con il primo figlio ho avuto un'emorragia, ora sono di nuovo incinta", ("past",)),
+        ("quando bisogna chiamare il 118 per un neonato con la febbre? lo chiedo per il futuro", ("hypothetical",)),
+        ("I'm bleeding heavily at 30 weeks", ()),
+        ("ho preso 20 tachipirine", ()),
+        ("il corpo mi fa male", ()),  # "corpo" is not a typo of "corso"
+    ],
+)
+def test_framing_names_past_hypothetical_and_study_frames(text, frames):
+    assert framing(text) == frames
+
+
 # -- never skipped -----------------------------------------------------------------------------------------
 
 
@@ -323,6 +357,21 @@ SHIPPED_CASES = [  # what the rules alone miss: typos, no accents, abbreviations
     ("mental_health", "since the baby came I keep thinking everyone would be better off if I was dead"),
     ("maternity_unit", "nn sento il bimbo muoversi da ieri sn a 35 sett"),  # abbreviations, no accents
     ("maternity_unit", "no movements since yesterday 34 wks pls help"),
+    # each action in both languages with a typo'd and a third-person case
+    ("emergency", "my baby is floppy and wont wake up, her lips look bleu"),  # typo
+    ("emergency", "my wife is 35 weeks and just had a fit, she isn't responding"),
+    ("emergency", "il neonato respira malissimo e ha le labra viola"),  # typo
+    ("emergency", "mia moglie è incinta di 34 settimane ed è svenuta, non risponde"),
+    ("poisoning", "my 2 year old drank bleech from the cupboard"),  # typo
+    ("poisoning", "my daughter swallowed a button battery ten minutes ago"),
+    ("poisoning", "mio figlio ha bevuto la candegina"),  # typo
+    ("poisoning", "mia figlia ha ingoiato una pila a bottone"),
+    ("mental_health", "voglio farla finitta, non ce la faccio più con la bambina"),  # typo
+    ("mental_health", "my partner keeps saying the baby would be better off without her and she's hiding pills"),
+    ("maternity_unit", "i havent felt the baby mvoe since yesterday, 34 weeks"),  # typo
+    ("maternity_unit", "my wife is 30 weeks and her waters just broke"),
+    ("maternity_unit", "mi si sono rotte le acqe e sono a 32 settimane"),  # typo
+    ("maternity_unit", "mia moglie è a 33 settimane e perde sangue rosso"),
 ]
 
 
@@ -350,6 +399,10 @@ def test_the_shipped_screen_finds_what_the_rules_miss(action, text):
         "Cos'è la depressione post partum?",
         "My back is killing me at 30 weeks",
         "What is a febrile seizure?",
+        "What should I do if my toddler ever swallows a battery?",
+        "Cosa devo fare se mio figlio ingoia una pila? Lo chiedo per essere preparata",
+        "I had a haemorrhage with my first baby years ago, am I at risk this time?",
+        "Mia nonna ha avuto le convulsioni in gravidanza negli anni 60, è ereditario?",
     ],
 )
 def test_the_shipped_screen_leaves_ordinary_questions_alone(text):
@@ -357,6 +410,12 @@ def test_the_shipped_screen_leaves_ordinary_questions_alone(text):
 
     assert result.urgent is False
     assert result.classifier["fired"] == []
+
+
+@shipped
+@pytest.mark.xfail(strict=True, reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die'")
+def test_known_false_alarm_a_wish_to_be_prepared():
+    assert screen("What should I do if my toddler ever swallows a battery? I want to be prepared").urgent is False
 
 
 @shipped

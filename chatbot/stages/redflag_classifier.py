@@ -115,6 +115,8 @@ class RedFlagClassifier:
         # 0: rules OR classifier (the default). Above 0: a rule counts only when the classifier's urgent score
         # reaches it (the rules' false alarms on informational questions, models/redflags/README.md).
         self.rule_floor = float(self.meta.get("rule_floor", 0.0))
+        # A rule on a message framed as past, hypothetical or study (redflag_framing) counts only from here.
+        self.framing_floor = float(self.meta.get("framing_floor", 0.0))
 
     @classmethod
     def load(cls, folder: Path) -> RedFlagClassifier:

@@ -7,7 +7,9 @@
   ``maternity_unit`` (call your maternity unit now). Every rule category of ``chatbot.stages.safety`` maps
   to exactly one action (``CATEGORY_ACTION``); the classifier predicts the actions directly.
 - ``screen(raw)``: today's hand-written rules OR the trained classifier (``redflag_classifier``), either
-  one firing is enough; the primary action is the one with the highest score (a rule's action counts as 0.5, so a
+  one firing is enough, except that a rule needs some classifier urgency (``framing_floor``) when the message
+  is framed as a past event, a hypothetical or a question for study (``redflag_framing``); the primary
+  action is the one with the highest score (a rule's action counts as 0.5, so a
   confident classifier chooses between, say, the maternity unit and 999 for heavy bleeding with fainting).
 - ``urgent_fields(screen, language)``: the answer object's urgent keys (``urgent``, ``urgent_message``,
   ``urgent_action``, ``urgent_links``) from the cards, in the patient's language.
@@ -24,6 +26,7 @@ from typing import Any
 
 from chatbot.settings import DEMO_CORPUS
 from chatbot.stages import redflag_rules as rules
+from chatbot.stages.redflag_framing import framing
 
 # Order = priority when two actions score the same.
 ACTIONS: tuple[str, ...] = ("mental_health", "poisoning", "emergency", "maternity_unit")
@@ -125,6 +128,11 @@ def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
         floor = getattr(classifier, "rule_floor", 0.0)
         if floor and flags and result.urgent_score < floor:
             info["rules_overruled"] = [f.category for f in flags]
+            flags = []
+        framing_floor = getattr(classifier, "framing_floor", 0.0)
+        if framing_floor and flags and result.urgent_score < framing_floor and (frames := framing(text)):
+            info["rules_overruled"] = [f.category for f in flags]
+            info["framing"] = list(frames)
             flags = []
         for action in result.fired:
             scores[action] = max(scores[action], result.scores[action])

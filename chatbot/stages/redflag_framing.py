@@ -1,0 +1,52 @@
+"""How a message frames the scary words it uses: a past event that is over, someone else's history, a
+hypothetical ("what should I do if...") or a question for study or curiosity.
+
+The hand-written rules match symptoms, not tense or purpose, so "I had a haemorrhage with my first baby 4
+years ago" fires the bleeding rule. When a message is framed this way, the red-flag screen counts a rule only
+if the trained classifier also gives the message some urgency (``framing_floor`` in the classifier's
+config); an emergency told in the present still fires on the classifier's own threshold. Lists in English and
+Italian, matched on folded word tokens (``text_match.tokens``), typos included.
+"""
+
+from __future__ import annotations
+
+from chatbot.stages.text_match import Lexicon, find_terms, tokens
+
+FRAMES: dict[str, list[str]] = {
+    "past": [
+        "years ago", "year ago", "months ago", "last year", "last month", "a while back", "back then",
+        "as a teenager", "when i was", "with my first", "with my son", "with my eldest", "in the #num s",
+        "turned out", "was fine", "is fine now", "is well now",
+        "she is fine", "he is fine", "all fine now", "fully recovered", "got better", "been well",
+        "anni fa", "anno fa", "mesi fa", "l anno scorso", "il mese scorso", "mese scorso", "da ragazza",
+        "con il primo", "con la prima", "con il mio primo", "con la mia prima", "dopo la prima", "dopo il primo",
+        "negli anni", "anni #num", "all epoca", "ai tempi", "sta benissimo", "ora sta bene", "adesso sta bene",
+        "sto bene da",
+        "era niente", "non era niente", "mi sono curata", "poi e passato", "poi e passata",
+    ],
+    "hypothetical": [
+        "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
+        "when should you", "when should i call", "when do you call", "if ever", "just in case", "in case",
+        "for the future", "so i know", "want to be prepared", "to be prepared", "be ready", "want to know",
+        "put it on the fridge", "save the number", "cosa fare se", "cosa devo fare se", "cosa si fa se",
+        "che si fa se", "se mai", "in caso di", "nel caso", "per il futuro", "essere pronta", "essere preparata",
+        "lo chiedo per", "quando bisogna", "quando si deve", "salvare in rubrica", "in rubrica",
+    ],
+    "study": [
+        "how common", "how often does", "what are the signs", "what are the symptoms", "what is the difference",
+        "difference between", "assignment", "leaflet", "essay", "dissertation", "thesis", "course", "training",
+        "just curious", "out of curiosity", "i read", "i was reading", "statistics", "what causes",
+        "how is it treated", "quanto e frequente", "quanto sono frequenti", "quali sono i segni",
+        "quali sono i sintomi", "differenza tra", "tesi", "un corso", "faccio un corso", "curiosita", "ho letto",
+        "cosa causa",
+        "come si cura", "come si previene", "che cos e", "cos e",
+    ],
+}  # fmt: skip
+
+_LEXICON = Lexicon(w for terms in FRAMES.values() for term in terms for w in term.split())
+
+
+def framing(text: str, max_tokens: int = 400) -> tuple[str, ...]:
+    """The frames the message uses (``past``, ``hypothetical``, ``study``), in that order; () when none."""
+    toks = tokens(text)[:max_tokens]
+    return tuple(name for name, terms in FRAMES.items() if find_terms(_LEXICON, name, terms, toks))
