@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import shared_data_dir, workspace_root
 from chatbot.stages.redflag_classifier import LABELS, N_FEATURES, RedFlagClassifier, features
 from chatbot.training.redflag_seeds import (
     FOLLOW_UPS,
@@ -44,7 +44,7 @@ from chatbot.training.redflag_seeds import (
     TOPICS,
 )
 
-DATA_ROOT = PROJECT_ROOT.parent / "shared" / "data"
+DATA_ROOT = shared_data_dir()
 SHARED_SETS = {"mediqa": "en", "mediqa-it": "it", "maternal": "en", "medquad": "en"}
 
 # -- slot filling and expansions ------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def shared_queries(data_root: Path, limit_medquad: int) -> list[tuple[str, str, 
 
 def redteam_questions() -> list[dict[str, Any]]:
     """The team's red-team questions (validation only): urgent = category red_flag."""
-    path = PROJECT_ROOT / "evaluation" / "redteam" / "questions.jsonl"
+    path = workspace_root() / "evaluation" / "redteam" / "questions.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [
         {"text": r["text"], "language": r.get("language"), "label": "urgent" if r["category"] == "red_flag" else "none"}
@@ -323,7 +323,7 @@ def rates(fired: np.ndarray, urgent: np.ndarray) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=PROJECT_ROOT / "models" / "redflags")
+    ap.add_argument("--out", type=Path, default=workspace_root() / "models" / "redflags")
     ap.add_argument("--data-root", type=Path, default=DATA_ROOT, help="shared BEIR sets (train split only)")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--per-positive", type=int, default=40, help="variants per positive seed")
