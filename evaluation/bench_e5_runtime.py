@@ -24,10 +24,11 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
-from evaluation.harness import RESULTS_DIR, compute_metrics, load_judged, percentile  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, percentile, results_dir  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
 
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-segments", type=int, default=None, help="only the first N segments (smoke runs)")
     parser.add_argument("--with-bf16", action="store_true", help="also time the fp32 model under torch bf16")
     parser.add_argument("--model-dir", type=Path, default=None, help="build directory (default: the cache)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "e5-runtime.md")
+    parser.add_argument("--out", type=Path, default=results_dir() / "e5-runtime.md")
     args = parser.parse_args(argv)
 
     from chatbot.e5_runtime import E5StandardEmbedder

@@ -20,9 +20,10 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from evaluation.harness import RESULTS_DIR, compute_metrics, load_judged  # noqa: E402
+from chatbot.resources import shared_data_dir  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, results_dir  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['it_nDCG@10']:.4f} | {r['it_P@3']:.4f} | {r['it_MRR@10']:.4f} | "
             f"{r['segments_per_s']} | {r['en_query_ms']} |"
         )
-    out = RESULTS_DIR / "embedders.md"
+    out = results_dir() / "embedders.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from evaluation.harness import RESULTS_DIR, ensure_index, load_judged, percentile
+from evaluation.harness import ensure_index, load_judged, percentile, results_dir
 
 FAKE_PASSAGE = (
     "Anaemia in pregnancy is common and usually caused by low iron. It can make you feel tired and short of "
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=20, help="first N judged queries (1 warm-up + N-1)")
     parser.add_argument("--pipeline", action="append", dest="pipelines", help="default naive, hyde, cot")
     parser.add_argument("--llm", action="append", dest="modes", choices=["fake", "real"], help="default fake")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "hyde-latency.md")
+    parser.add_argument("--out", type=Path, default=results_dir() / "hyde-latency.md")
     args = parser.parse_args(argv)
 
     from chatbot.index import corpus_key

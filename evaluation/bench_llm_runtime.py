@@ -28,7 +28,7 @@ from chatbot import llm_runtime
 from chatbot.llm import LLMClient
 from chatbot.llm_server import EmbeddedServer, LLMUnavailable
 from chatbot.settings import load_settings
-from evaluation.harness import RESULTS_DIR, command_line
+from evaluation.harness import command_line, results_dir
 
 DEFAULT_CONFIGS = "native-noamx:off,native-noamx:on,native:off,native:on,portable:off,portable:on"
 PROMPT = (
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--port", type=int, default=18800, help="first port; one per configuration")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=results_dir())
     args = parser.parse_args(argv)
     configs = parse_configs(args.configs)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-llm-"))

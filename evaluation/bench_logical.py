@@ -28,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from chatbot.resources import shared_data_dir
+from evaluation.harness import results_dir
+
+RESULTS = results_dir()
+SHARED = shared_data_dir()
 PLACEHOLDER_URL = "https://benchmark.invalid/{name}/{{id}}"
 
 # Paper numbers quoted next to ours.

@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.harness import RESULTS_DIR, apply_overrides, command_line
+from chatbot.resources import demo_cards
+from evaluation.harness import apply_overrides, command_line, results_dir
 
-DEFAULT_CARDS = Path(__file__).resolve().parents[1] / "corpus" / "demo" / "cards"
+DEFAULT_CARDS = demo_cards()
 QUESTION_TYPES = ("how_much", "how_long", "when", "yes_no", "why", "what_to_do")
 LANGUAGES = ("en", "it")
 _FIELDS = ("id", "language", "type", "question", "card_id", "key_phrases")
@@ -331,7 +332,7 @@ def main_replies(args: argparse.Namespace) -> int:
         "cpu": _cpu(),
     }
     name = args.name or args.data.stem
-    report = write_report(result, args.out or RESULTS_DIR, name, command_line())
+    report = write_report(result, args.out or results_dir(), name, command_line())
     if args.json:
         print(json.dumps(result["summary"]))
     else:

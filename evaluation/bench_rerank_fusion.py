@@ -27,9 +27,10 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from evaluation.harness import RESULTS_DIR, compute_metrics  # noqa: E402
+from chatbot.resources import shared_data_dir  # noqa: E402
+from evaluation.harness import compute_metrics, results_dir  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
 
 
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="sets", action="append", required=True, help="DATA:SPLIT:EMBEDDER[:LIMIT]")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "rerank-fusion.json")
+    parser.add_argument("--out", type=Path, default=results_dir() / "rerank-fusion.json")
     parser.add_argument("--write-md", action="store_true", help="also write the .md next to --out")
     args = parser.parse_args(argv)
     if not DATA.is_dir():

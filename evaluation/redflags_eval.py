@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chatbot.settings import PROJECT_ROOT
 from chatbot.stages.redflags import ACTIONS, CATEGORY_ACTION, raw_text, rule_flags, screen
-
-RESULTS = PROJECT_ROOT / "evaluation" / "results"
+from evaluation.harness import results_dir
 
 
 class DataError(ValueError):
@@ -225,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluation.redflags_eval", description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="JSONL: id, language, text, urgent, action, kind")
     ap.add_argument("--name", required=True, help="report name: evaluation/results/<name>.md and .json")
-    ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    ap.add_argument("--out-dir", type=Path, default=results_dir())
     ap.add_argument("--rules-only", action="store_true", help="screen without the classifier")
     ap.add_argument("--model", type=Path, default=None, help="classifier folder (default: models/redflags)")
     args = ap.parse_args(argv)

@@ -14,11 +14,12 @@ import json
 import sys
 from pathlib import Path
 
+from chatbot.resources import shared_data_dir
 from chatbot.settings import Settings
 from chatbot.stages.route import EXCLUSION_PIPELINE, route
-from evaluation.harness import RESULTS_DIR
+from evaluation.harness import results_dir
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 SETS = ("maternal", "mediqa", "mediqa-it", "medquad", "negconstraint")
 
 
@@ -38,7 +39,7 @@ def check(data: Path, sets: tuple[str, ...] = SETS) -> dict[str, dict[str, objec
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=results_dir())
     args = parser.parse_args(argv)
     result = check(args.data)
     if not result:

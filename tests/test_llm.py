@@ -16,8 +16,10 @@ import pytest
 from chatbot import llm_runtime
 from chatbot.llm import LLMClient, LLMUnavailable
 from chatbot.llm_server import EmbeddedServer, health, is_embedded_endpoint, server_root
-from chatbot.settings import PROJECT_ROOT, Settings
+from chatbot.settings import Settings
 from tests.fake_openai import FakeOpenAIServer, closed_port
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 MESSAGES = [{"role": "user", "content": "Why am I so tired?"}]
 

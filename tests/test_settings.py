@@ -7,6 +7,8 @@ from pydantic import ValidationError
 
 from chatbot.settings import Settings, config_file, describe, load_settings
 
+PROJECT = Path(__file__).resolve().parent.parent
+
 
 def rows_by_key(settings: Settings) -> dict[str, dict]:
     return {row["key"]: row for row in describe(settings)}
@@ -152,6 +154,14 @@ def _descriptions() -> dict[str, str]:
     }
 
 
+def test_reports_go_to_the_checkouts_evaluation_results_whatever_the_working_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert Settings().paths.results_dir == PROJECT / "evaluation" / "results"
+
+    monkeypatch.setenv("CHATBOT_PATHS__RESULTS_DIR", str(tmp_path / "reports"))
+    assert Settings().paths.results_dir == tmp_path / "reports"
+
+
 def test_every_setting_states_its_trade_off_briefly():
     too_long = {key: len(text) for key, text in _descriptions().items() if len(text) > 300}
     empty = [key for key, text in _descriptions().items() if not text.strip()]
@@ -161,8 +171,6 @@ def test_every_setting_states_its_trade_off_briefly():
 def test_every_result_file_a_setting_names_exists():
     import re
 
-    from chatbot.settings import PROJECT_ROOT
-
     named = {m for text in _descriptions().values() for m in re.findall(r"evaluation/results/[\w.-]+\.md", text)}
     assert named  # the descriptions do point to their measurements
-    assert sorted(p for p in named if not (PROJECT_ROOT / p).is_file()) == []
+    assert sorted(p for p in named if not (PROJECT / p).is_file()) == []

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
-from chatbot.settings import PROJECT_ROOT, Settings
+from chatbot.settings import Settings
 from chatbot.store import auth, evals, repo
 from chatbot.store.db import current_revision, downgrade, make_engine, migrate, open_store
 from chatbot.store.models import Conversation
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER = {
     "question": "Is coffee safe in pregnancy?",
     "reply": "Keep caffeine under 200 mg a day.",

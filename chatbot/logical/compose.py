@@ -1,8 +1,9 @@
 """Composition of per-term scores over a logical query tree (ITLR), calibration, and exact probability (OrLog).
 
 Every function is vectorised over candidates: a term's scores are a 1-D array (one value per candidate)
-and the result is an array of the same length. Nothing here imports ``chatbot`` beyond the query tree,
-so calibration can be fitted from any BEIR folder with any pair of embedding functions.
+and the result is an array of the same length. Nothing here imports ``chatbot`` beyond the query tree
+and the calibration file's location, so calibration can be fitted from any BEIR folder with any pair of
+embedding functions.
 
 Operators (ITLR §2.3): AND ∈ {x·y ``product``, x+y ``sum``, ``min``}; OR ∈ {x+y ``sum``, ``max``};
 NOT ∈ {1−x ``one_minus``, 1/x ``inverse``}. Defaults: product, sum, one_minus (ITLR's best).
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from chatbot.logical.query import And, Node, Not, Or, Term, terms
+from chatbot.resources import calibration_file
 
 AND_OPS = ("product", "sum", "min")
 OR_OPS = ("sum", "max")
@@ -157,7 +159,7 @@ def fit_calibration(
     return Calibration(float(tau), float(slope), model, fitted_on, len(s))
 
 
-CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+CALIBRATION_FILE = calibration_file()
 
 
 def load_calibrations(path: Path = CALIBRATION_FILE) -> dict[str, Calibration]:

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import shipped_model
 from chatbot.stages.text_match import fold
 
-SHIPPED_DIR = PROJECT_ROOT / "models" / "redflags"
+SHIPPED_DIR = shipped_model("redflags")
 LABELS: tuple[str, ...] = ("none", "emergency", "poisoning", "mental_health", "maternity_unit")
 N_FEATURES = 1 << 18
 _WORD = re.compile(r"[a-z]+|\d+(?:[.,]\d+)?")

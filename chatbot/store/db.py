@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+from chatbot.resources import migrations_dir
+
+MIGRATIONS = migrations_dir()
 
 
 def database_url(settings: Any) -> str:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import shared_data_dir, workspace_root
 
 SEED_DIR = Path(__file__).resolve().parent / "redflag_data"
 ACTIONS = ("emergency", "poisoning", "mental_health", "maternity_unit")
@@ -49,7 +49,7 @@ def extra_seeds() -> list[dict[str, str]]:
     return rows
 
 
-DATA_ROOT = PROJECT_ROOT.parent / "shared" / "data"
+DATA_ROOT = shared_data_dir()
 SHARED_SETS = {"mediqa": "en", "mediqa-it": "it", "maternal": "en", "medquad": "en"}
 
 # -- slot filling and expansions ------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def shared_queries(data_root: Path, limit_medquad: int) -> list[tuple[str, str, 
 
 def redteam_questions() -> list[dict[str, Any]]:
     """The team's red-team questions (validation only): urgent = category red_flag."""
-    path = PROJECT_ROOT / "evaluation" / "redteam" / "questions.jsonl"
+    path = workspace_root() / "evaluation" / "redteam" / "questions.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [
         {"text": r["text"], "language": r.get("language"), "label": "urgent" if r["category"] == "red_flag" else "none"}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import workspace_root
 from chatbot.stages.redflag_classifier import LABELS, N_FEATURES, RedFlagClassifier, features
 from chatbot.training.redflag_dataset import DATA_ROOT, build, redteam_questions
 
@@ -116,7 +116,7 @@ def rates(fired: np.ndarray, urgent: np.ndarray) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=PROJECT_ROOT / "models" / "redflags")
+    ap.add_argument("--out", type=Path, default=workspace_root() / "models" / "redflags")
     ap.add_argument("--data-root", type=Path, default=DATA_ROOT, help="shared BEIR sets (train split only)")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--per-positive", type=int, default=40, help="variants per positive seed")
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--dev",
         type=Path,
-        default=PROJECT_ROOT / "evaluation" / "redflags" / "testset.jsonl",
+        default=workspace_root() / "evaluation" / "redflags" / "testset.jsonl",
         help="hand-written dev set (JSONL: text, urgent, action) the threshold must also keep --recall on",
     )
     ap.add_argument("--per-extra", type=int, default=25, help="variants per hand-written whole message")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.settings import PROJECT_ROOT
+from chatbot.resources import shared_data_dir, workspace_root
 from chatbot.splits import split_of
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -410,8 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chatbot train reranker --",
         description="Fine-tune the cross-encoder reranker from all-MiniLM-L6-v2 (train-split queries only).",
     )
-    p.add_argument("--data-root", type=Path, default=PROJECT_ROOT.parent / "shared" / "data")
-    p.add_argument("--out", type=Path, default=PROJECT_ROOT / "models" / "reranker")
+    p.add_argument("--data-root", type=Path, default=shared_data_dir())
+    p.add_argument("--out", type=Path, default=workspace_root() / "models" / "reranker")
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--max-pairs", type=int, default=8000, help="cap on (question, passage) pairs per epoch")
     p.add_argument("--seed", type=int, default=42)

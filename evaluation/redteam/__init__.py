@@ -26,13 +26,15 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-QUESTIONS = Path(__file__).resolve().parent / "questions.jsonl"
-RESULTS_DIR = PROJECT_ROOT / "evaluation" / "results"
-DEMO_CARDS = PROJECT_ROOT / "corpus" / "demo" / "cards"
+from chatbot.resources import demo_cards, workspace_root
+from evaluation.harness import results_dir
+
+QUESTIONS = Path(str(files("evaluation.redteam") / "questions.jsonl"))
+DEMO_CARDS = demo_cards()
 
 
 def default_data_dir() -> Path:
@@ -85,7 +87,7 @@ def ensure_demo_index(data_dir: Path, log=print) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
-        cwd=PROJECT_ROOT,
+        cwd=workspace_root(),
     )
     if proc.returncode != 0:
         raise RuntimeError(f"chatbot ingest failed: {proc.stderr[-2000:]}")
@@ -110,7 +112,7 @@ def run_batch(
         capture_output=True,
         text=True,
         check=False,
-        cwd=PROJECT_ROOT,
+        cwd=workspace_root(),
     )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
@@ -573,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.redteam", description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--data-dir", type=Path, default=None, help="index folder (default /tmp/redteam-EMBEDDER)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=results_dir())
     parser.add_argument("--name", default="redteam", help="report file name (without .md)")
     parser.add_argument(
         "--generative",

@@ -27,16 +27,19 @@ import random
 import re
 import sys
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluation.redteam import DEMO_CARDS, RESULTS_DIR, default_data_dir, ensure_demo_index
+from chatbot.resources import shared_data_dir
+from evaluation.harness import results_dir
+from evaluation.redteam import DEMO_CARDS, default_data_dir, ensure_demo_index
 from evaluation.splits import split_of
 
-DEV = Path(__file__).resolve().parent / "relevance_dev.jsonl"
-SHARED = Path("/work/shared/data")
+DEV = Path(str(files("evaluation.redteam") / "relevance_dev.jsonl"))
+SHARED = shared_data_dir()
 MATERNAL_WORDS = re.compile(
     r"pregnan|baby|babies|infant|newborn|breast|birth|labou?r|fetal|foetal|gestation|matern|postpartum|"
     r"gravidanz|incinta|neonat|bambin|allatt|parto|lattant|gestazional|"
@@ -708,7 +711,7 @@ def write_cross_encoder_report(res: dict[str, Any], out_dir: Path, command: str)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.redteam.thresholds", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="default /tmp/redteam-EMBEDDER")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=results_dir())
     parser.add_argument("--skip-support", action="store_true")
     parser.add_argument(
         "--cross-encoder",
