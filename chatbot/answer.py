@@ -6,6 +6,7 @@ import time
 import unicodedata
 from typing import Any
 
+from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult, Services, run_pipeline, stage_event
 from chatbot.stages.route import route
@@ -210,6 +211,11 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     urgent = redflags.urgent_fields(screen, language, services.settings.safety.urgent_cards)
     try:
         ans = _answer(question, services, pipeline, screen, urgent)
+        for _ in range(2):  # a document linked here was withdrawn while answering: answer again without it
+            content = (ans.get("trace") or {}).get("content")
+            if not content or links_still_live(content["versions"], services, content["generation"]):
+                break
+            ans = _answer(question, services, pipeline, screen, urgent)
     except Exception as exc:
         if not screen.urgent:
             raise
@@ -280,7 +286,9 @@ def _answer(
         )
     chosen = route(query, pipeline, services.settings)
     pipeline = chosen.pipeline
+    refresh_caches(services)
     result = run_pipeline(pipeline, query, services)
+    content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = _without_urgent_fillers(result, services)
     name, score, threshold = _relevance(result.top, services, lang.language, positive=chosen.positive)
     relevant = bool(result.top) and (score is None or threshold is None or score >= threshold)
@@ -294,12 +302,15 @@ def _answer(
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
         total = (time.perf_counter() - start) * 1000
         trace = {**_trace(result, pipeline, services, total), "route": chosen.trace(), "safety": safety_trace}
+        if content is not None:
+            trace["content"] = content
         if compose_trace is not None:
             trace["compose"] = compose_trace
             trace["validators"] = [
                 {"mode": a["mode"], **v} for a in compose_trace.get("attempts", []) for v in a.get("validators", [])
             ]
-        return _outcome(text, reply, status, urgent=urgent, language=reply_lang, links=links, trace=trace, demo=demo)
+        out = _outcome(text, reply, status, urgent=urgent, language=reply_lang, links=links, trace=trace, demo=demo)
+        return with_warning(out, content)
 
     if request is not None:
         links = certified_links(result.top) if relevant else []
@@ -338,7 +349,9 @@ def _answer(
         scorer_kind=kind,
         support_threshold=support_threshold,
         context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
-        document_segments=services.index.document_segments,  # the answer may sit beside the retrieved segment
+        document_segments=segments_filter(
+            services.index.document_segments, services
+        ),  # the answer may sit beside the retrieved segment
         answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
         # an exclusion question's reply leaves out the sentences that name what the patient excluded
         exclude=chosen.mentions_excluded if chosen.excluded else None,

@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     usub = p.add_subparsers(dest="users_command", required=True)
     u = usub.add_parser("add", help="add a user (password prompted, or one line on stdin)")
     u.add_argument("username")
-    u.add_argument("--role", required=True, choices=["clinician", "evaluator", "admin"])
+    u.add_argument("--role", required=True, choices=["clinician", "evaluator", "admin", "editor"])
     u.add_argument("--password-stdin", action="store_true", help="read the password from the first stdin line")
     u.set_defaults(func=cmd_users_add)
 
@@ -400,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     from chatbot.models_cli import add_cli as add_models_cli
 
     add_models_cli(sub)  # chatbot models [build-e5 | serve-embeddings]
+    from chatbot.content_cli import add_cli as add_content_cli
+
+    add_content_cli(sub)  # chatbot content list|import|certify|withdraw|show|preview|diff|reinstate
     return parser
 
 

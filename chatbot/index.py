@@ -119,6 +119,9 @@ class SegmentIndex:
         self.exact = exact
         self._collection = None
         self._matrix: tuple[list[str], np.ndarray] | None = None
+        # returns "may a patient read this segment?" for the current content generation (chatbot.content_gate);
+        # called only when a managed segment (content_version) is among the hits
+        self.visible: Callable[[], Callable[[Segment], bool]] | None = None
 
     # -- collection handling -------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
@@ -188,7 +191,8 @@ class SegmentIndex:
         wanted = {s.id: s for s in segments}
         report = IngestReport(documents=len({s.doc_id for s in segments}), segments=len(segments))
 
-        gone = [sid for sid in existing if sid not in wanted]
+        # segments of managed documents (`chatbot content certify`) belong to the content lifecycle, not here
+        gone = [sid for sid in existing if sid not in wanted and not existing[sid].get("content_version")]
         for i in range(0, len(gone), 5000):
             coll.delete(ids=gone[i : i + 5000])
         report.deleted = len(gone)
@@ -226,6 +230,35 @@ class SegmentIndex:
         self._matrix = None
         return report
 
+    def add_segments(self, segments: Sequence[Segment], batch_size: int = 64) -> list[str]:
+        """Embed and add the segments not in the collection yet (the others are left as they are); returns
+        the ids added (a managed version's segments before its certification switch)."""
+        coll = self.collection(create=True)
+        present = set(coll.get(ids=[s.id for s in segments], include=[])["ids"]) if segments else set()
+        new = [s for s in segments if s.id not in present]
+        for i in range(0, len(new), batch_size):
+            batch = new[i : i + batch_size]
+            vectors = self.embedder.embed_passages([embedding_text(s) for s in batch])
+            coll.upsert(
+                ids=[s.id for s in batch],
+                embeddings=vectors.tolist(),
+                documents=[s.text for s in batch],
+                metadatas=[s.metadata() for s in batch],
+            )
+        self._matrix = None
+        return [s.id for s in new]
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        coll = self.collection(create=True)
+        for i in range(0, len(ids), 5000):
+            coll.delete(ids=list(ids[i : i + 5000]))
+        self._matrix = None
+
+    def delete_version(self, version_id: int) -> None:
+        """Remove every segment of one managed document version."""
+        self.collection(create=True).delete(where={"content_version": int(version_id)})
+        self._matrix = None
+
     # -- search --------------------------------------------------------------
     def all_segments(self) -> tuple[list[Segment], np.ndarray]:
         """Every segment with its stored vector (for exact search, BM25 and the harness)."""
@@ -257,29 +290,41 @@ class SegmentIndex:
         return sorted(segs, key=lambda s: s.position)
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
-        """Top-k by cosine for each query vector (HNSW, or exact when configured)."""
+        """Top-k readable segments by cosine for each query vector (HNSW, or exact when configured). Segments
+        the content gate hides (a version not current yet, or any more) are skipped, fetching deeper as needed."""
         if self.exact:
             return self.exact_search(queries, k)
         coll = self.collection()
         n = coll.count()
         if n == 0:
             return [[] for _ in range(len(queries))]
-        res = coll.query(
-            query_embeddings=np.asarray(queries).tolist(),
-            n_results=min(k, n),
-            include=["metadatas", "documents", "distances"],
-        )
-        out = []
-        for ids, docs, metas, dists in zip(
-            res["ids"], res["documents"], res["metadatas"], res["distances"], strict=True
-        ):
-            out.append(
-                [
-                    Hit(Segment.from_metadata(sid, doc, meta), 1.0 - float(dist))
-                    for sid, doc, meta, dist in zip(ids, docs, metas, dists, strict=True)
-                ]
+        fetch = min(k, n)
+        while True:
+            res = coll.query(
+                query_embeddings=np.asarray(queries).tolist(),
+                n_results=fetch,
+                include=["metadatas", "documents", "distances"],
             )
-        return out
+            out = [
+                self._readable(
+                    [
+                        Hit(Segment.from_metadata(sid, doc, meta), 1.0 - float(dist))
+                        for sid, doc, meta, dist in zip(ids, docs, metas, dists, strict=True)
+                    ]
+                )
+                for ids, docs, metas, dists in zip(
+                    res["ids"], res["documents"], res["metadatas"], res["distances"], strict=True
+                )
+            ]
+            if fetch >= n or all(len(row) >= k for row in out):
+                return [row[:k] for row in out]
+            fetch = min(n, fetch * 4)
+
+    def _readable(self, hits: list[Hit]) -> list[Hit]:
+        if self.visible is None or not any(h.segment.content_version for h in hits):
+            return hits
+        allows = self.visible()
+        return [h for h in hits if allows(h.segment)]
 
     def exact_search(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
         if self._matrix is None:
@@ -289,8 +334,8 @@ class SegmentIndex:
         scores = np.asarray(queries, dtype=np.float32) @ matrix.T
         out = []
         for row in scores:
-            top = np.argsort(-row, kind="stable")[:k]
-            out.append([Hit(segs[i], float(row[i])) for i in top])  # type: ignore[index]
+            ranked = [Hit(segs[i], float(row[i])) for i in np.argsort(-row, kind="stable")]  # type: ignore[index]
+            out.append(self._readable(ranked)[:k])
         return out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from chatbot.answer import answer
+from chatbot.content_gate import approved_links_versions
 from chatbot.store.db import Store
 from chatbot.store.models import Approval
 
@@ -74,7 +75,7 @@ class CertifiedMemory:
         with self.store.session() as s:
             version = s.execute(
                 select(func.count(Approval.id), func.coalesce(func.max(Approval.id), 0)).where(
-                    Approval.active.is_(True), Approval.embedding_model == model
+                    Approval.active.is_(True), Approval.suspended_at.is_(None), Approval.embedding_model == model
                 )
             ).one()
             version = (int(version[0]), int(version[1]))
@@ -82,7 +83,7 @@ class CertifiedMemory:
                 return
             rows = s.scalars(
                 select(Approval)
-                .where(Approval.active.is_(True), Approval.embedding_model == model)
+                .where(Approval.active.is_(True), Approval.suspended_at.is_(None), Approval.embedding_model == model)
                 .order_by(Approval.id)
             ).all()
             self._rows = [
@@ -181,6 +182,13 @@ def answer_with_memory(
                 "skipped": base.get("status") if base.get("status") not in OVERRIDABLE else "language",
             }
             return base
+    # checked last: a document the approval cites, withdrawn, replaced or expired meanwhile, sends the pipeline's
+    # answer instead (the suspension takes the approval out of memory for the next question)
+    versions = approved_links_versions(hit["links"], services)
+    if versions is None:
+        ans = base or answer(question, services, pipeline)
+        ans.setdefault("trace", {})["memory"] = {**info, "hit": False, "skipped": "content withdrawn"}
+        return ans
     pipeline_trace = base.get("trace", {})
     urgent = _urgent_keys(question, base, hit["language"], services)
     total = (time.perf_counter() - start) * 1000
@@ -203,6 +211,7 @@ def answer_with_memory(
             "pipeline_trace": pipeline_trace,
             "top": [{"segment_id": link["segment_id"]} for link in hit["links"]],
             "timings_ms": {"memory_lookup": round(lookup_ms, 1), "total": round(total, 1)},
+            **({"content": {"versions": versions}} if versions else {}),
         },
     }
 

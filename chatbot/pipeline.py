@@ -39,6 +39,15 @@ class Services:
         self.data_dir = data_dir or settings.paths.data_dir
 
     @cached_property
+    def content_gate(self):
+        """What patients may read of the managed documents (chatbot/content_gate.py), over the configured
+        database; opened only when a retrieved segment belongs to a managed document. The web app sets its own."""
+        from chatbot.content_gate import ContentGate
+        from chatbot.store.db import open_store
+
+        return ContentGate(open_store(self.settings), self.settings)
+
+    @cached_property
     def embedder(self):
         from chatbot.embedders import load_embedder
 
@@ -51,13 +60,19 @@ class Services:
     @cached_property
     def index(self) -> SegmentIndex:
         s = self.settings.index
-        return SegmentIndex(
+        index = SegmentIndex(
             self.client,
             self.collection_name,
             self.embedder,
             hnsw={"search_ef": s.hnsw_search_ef, "construction_ef": s.hnsw_construction_ef, "M": s.hnsw_m},
             exact=s.exact,
         )
+        index.visible = self._content_visible
+        return index
+
+    def _content_visible(self):
+        """The content gate's "may a patient read this segment?" at the current content generation."""
+        return self.content_gate.view().allows
 
     @cached_property
     def dense(self) -> DenseRetriever:
@@ -66,7 +81,9 @@ class Services:
     @cached_property
     def bm25(self) -> BM25Retriever:
         segments, _ = self.index.all_segments()
-        return BM25Retriever(segments)
+        retriever = BM25Retriever(segments)
+        retriever.visible = self._content_visible
+        return retriever
 
     @cached_property
     def cross_encoder(self) -> CrossEncoderReranker | None:

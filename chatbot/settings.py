@@ -62,6 +62,19 @@ class CorpusSettings(_Group):
         default=False,
         description="Abort an import at the first malformed record instead of reporting and skipping it.",
     )
+    expired_content: Literal["exclude", "warn"] = Field(
+        default="exclude",
+        description="A certified document whose review date has passed: `exclude` takes it out of retrieval "
+        "(and suspends approved answers citing it) at the next question; `warn` keeps answering from it with a "
+        "note that it is past its review date. Exclude is the safe choice; warn avoids silent gaps while a "
+        "content team catches up.",
+    )
+    review_months: int = Field(
+        default=12,
+        ge=1,
+        le=60,
+        description="Review-due date a certification gets when the clinician names none (months after it).",
+    )
 
 
 class IndexSettings(_Group):

@@ -46,6 +46,7 @@ class Segment:
     version: str = ""
     demo: bool = False
     doc_hash: str = ""
+    content_version: int = 0  # the managed document version (chatbot content); 0 for `chatbot ingest` segments
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def metadata(self) -> dict[str, Any]:

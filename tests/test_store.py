@@ -48,12 +48,13 @@ def store(settings):
 
 
 def test_migrations_create_every_table_in_wal_mode_with_full_fsync(store):
-    assert current_revision(store.engine) == "0004"
+    assert current_revision(store.engine) == "0005"
     tables = set(inspect(store.engine).get_table_names())
     assert {
         "users", "auth_sessions", "login_attempts", "audit_log", "conversations", "turns", "reviews",
         "link_verdicts", "approvals", "question_sets", "eval_questions", "eval_sessions", "frozen_answers",
         "ratings", "alembic_version", "api_tokens", "api_calls", "api_conversations", "rate_counters",
+        "content_documents", "content_versions", "content_state",
     } <= tables  # fmt: skip
     with store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -67,7 +68,7 @@ def test_migrating_again_is_a_no_op_and_downgrade_upgrade_round_trips(store, set
     assert current_revision(store.engine) is None
     assert "turns" not in inspect(store.engine).get_table_names()
     migrate(store.engine)
-    assert current_revision(store.engine) == "0004"
+    assert current_revision(store.engine) == "0005"
 
 
 def test_the_migrated_schema_matches_the_models_and_0002_steps_back(store):
@@ -83,11 +84,11 @@ def test_the_migrated_schema_matches_the_models_and_0002_steps_back(store):
     downgrade(store.engine, "0001")
     assert revocation.isdisjoint({c["name"] for c in inspect(store.engine).get_columns("approvals")})
     migrate(store.engine)
-    assert current_revision(store.engine) == "0004"
+    assert current_revision(store.engine) == "0005"
     downgrade(store.engine, "0002")
     assert {"api_tokens", "api_calls", "api_conversations"}.isdisjoint(inspect(store.engine).get_table_names())
     migrate(store.engine)
-    assert current_revision(store.engine) == "0004"
+    assert current_revision(store.engine) == "0005"
 
 
 def test_turn_feedback_queue_filters_and_review_with_audit(store):
@@ -411,7 +412,7 @@ def postgres_url():
 def test_postgresql_migrations_repositories_and_kill_9(postgres_url, tmp_path):
     engine = make_engine(postgres_url)
     migrate(engine)
-    assert current_revision(engine) == "0004"
+    assert current_revision(engine) == "0005"
     engine.dispose()
     reviews, ratings = crash_and_check(tmp_path, postgres_url, kill_after=10)
     assert reviews >= 10 and ratings >= 10

@@ -52,6 +52,18 @@ class BM25Retriever:
         self.position = {s.id: i for i, s in enumerate(self.segments)}
         self.model = bm25s.BM25()
         self.model.index(_tokenize([embedding_text(s) for s in self.segments]), show_progress=False)
+        self.managed = [i for i, s in enumerate(self.segments) if s.content_version]
+        self.visible = None  # as SegmentIndex.visible: hides managed segments patients may not read
+
+    def _hide(self, scores: np.ndarray) -> np.ndarray:
+        if self.visible is None or not self.managed:
+            return scores
+        allows = self.visible()
+        hidden = [i for i in self.managed if not allows(self.segments[i])]
+        if hidden:
+            scores = scores.copy()
+            scores[hidden] = 0.0
+        return scores
 
     def scores(self, text: str) -> np.ndarray:
         tokens = _tokenize([text])[0]
@@ -60,7 +72,7 @@ class BM25Retriever:
         return np.asarray(self.model.get_scores(tokens), dtype=np.float32)
 
     def __call__(self, text: str, k: int = 50) -> list[Hit]:
-        scores = self.scores(text)
+        scores = self._hide(self.scores(text))
         top = np.argsort(-scores, kind="stable")[:k]
         return [Hit(self.segments[i], float(scores[i]), {"bm25": float(scores[i])}) for i in top if scores[i] > 0]
 

@@ -3,12 +3,13 @@ never by ``create_all``: change a model here, then add a migration."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     Boolean,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -22,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-ROLES = ("clinician", "evaluator", "admin")
+ROLES = ("clinician", "evaluator", "admin", "editor")
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -131,6 +132,8 @@ class Turn(Base):
     feedback_at: Mapped[datetime | None] = mapped_column(DateTime)
     flagged: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     review_state: Mapped[str] = mapped_column(String(16), default="unreviewed", index=True)
+    # {doc_id: content version id} of the managed documents the answer linked: what the patient read that day
+    content_versions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     conversation: Mapped[Conversation] = relationship(back_populates="turns")
 
@@ -191,6 +194,9 @@ class Approval(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
     revoked_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     revoke_comment: Mapped[str | None] = mapped_column(Text)
+    # set when a document it cites was withdrawn, expired or replaced: memory stops serving it until re-review
+    suspended_at: Mapped[datetime | None] = mapped_column(DateTime)
+    suspended_reason: Mapped[str | None] = mapped_column(Text)
 
 
 # -- Likert evaluation --------------------------------------------------------------------------------------
@@ -321,3 +327,67 @@ class RateCounter(Base):
     key: Mapped[str] = mapped_column(String(160), primary_key=True)
     window_start: Mapped[int] = mapped_column(Integer, primary_key=True)  # unix seconds
     count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# -- certified content lifecycle (chatbot/content.py) --------------------------------------------------------
+CONTENT_STATUSES = ("draft", "certified", "superseded", "withdrawn", "expired")
+
+
+class ContentDocument(Base):
+    """A managed document; ``current_version_id`` is the one version patients may read (None: none)."""
+
+    __tablename__ = "content_documents"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)  # the doc_id its segments carry
+    title: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(String(8), index=True)
+    publisher: Mapped[str] = mapped_column(String(200), default="")
+    source_url: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    current_version_id: Mapped[int | None] = mapped_column(Integer)  # no FK: versions point here (no cycle)
+
+    versions: Mapped[list[ContentVersion]] = relationship(
+        back_populates="document", order_by="ContentVersion.number", cascade="all, delete-orphan"
+    )
+
+
+class ContentVersion(Base):
+    """One imported text of a document, with its certification: draft, certified, superseded (a newer version
+    was certified), withdrawn or expired (its review date passed)."""
+
+    __tablename__ = "content_versions"
+    __table_args__ = (UniqueConstraint("document_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    document_id: Mapped[str] = mapped_column(ForeignKey("content_documents.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    format: Mapped[str] = mapped_column(String(16))
+    source_name: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(String(8))
+    publisher: Mapped[str] = mapped_column(String(200), default="")
+    text: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="draft", index=True)
+    imported_by: Mapped[str] = mapped_column(String(80))
+    imported_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    certified_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    certified_by: Mapped[str | None] = mapped_column(String(80))
+    certified_at: Mapped[datetime | None] = mapped_column(DateTime)
+    review_due: Mapped[date | None] = mapped_column(Date, index=True)
+    withdrawn_at: Mapped[datetime | None] = mapped_column(DateTime)
+    withdrawn_by: Mapped[str | None] = mapped_column(String(80))
+    withdraw_reason: Mapped[str | None] = mapped_column(Text)
+
+    document: Mapped[ContentDocument] = relationship(back_populates="versions")
+
+
+class ContentState(Base):
+    """One row: a counter bumped by every change of what patients may read, so each question's content gate
+    knows with one read whether its cached view is current."""
+
+    __tablename__ = "content_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, default=0)

@@ -91,6 +91,7 @@ def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency
             answered_by=trace.get("answered_by", "pipeline"),
             approval_id=memory.get("approval_id") if memory.get("hit") else None,
             trace=trace,
+            content_versions=(trace.get("content") or {}).get("versions") or None,
             latency_ms=latency_ms,
             flagged=bool(ans.get("urgent"))
             or ans.get("status") in ("no_certified_info", "safe_reply")

@@ -1,0 +1,367 @@
+"""Managed documents and their versions in the database: import, certify, withdraw, expire, list, show.
+
+Each change of what patients may read (certify, withdraw, expire) is one transaction that also bumps the
+content generation (``content_state``), suspends the approved answers citing the document and writes the
+audit record: the content gate (chatbot/content_gate.py) sees all of it at the next question, or none."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from chatbot.store.auth import Principal, audit
+from chatbot.store.db import Store
+from chatbot.store.models import Approval, ContentDocument, ContentState, ContentVersion, User, utcnow
+
+CERTIFIERS = ("clinician",)  # a named clinician certifies; admins and editors prepare and withdraw
+WITHDRAWERS = ("clinician", "admin", "editor")
+IMPORTERS = ("clinician", "admin", "editor")
+
+
+class ContentError(ValueError):
+    """A lifecycle action that is not allowed (wrong status, role, missing reason...)."""
+
+
+@dataclass(frozen=True)
+class LiveDoc:
+    """What patients may read of one document: its current version and that version's status."""
+
+    version_id: int
+    number: int
+    status: str  # certified | expired
+    review_due: date | None
+
+
+def content_hash(doc: Any) -> str:
+    """SHA-256 of what a version carries: text, title, link, language, publisher."""
+    payload = "\x1f".join([doc.text, doc.title, doc.source_url, doc.language, doc.publisher])
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _bump(s: Session) -> int:
+    state = s.get(ContentState, 1)
+    if state is None:
+        state = ContentState(id=1, generation=0)
+        s.add(state)
+    state.generation += 1
+    return state.generation
+
+
+def generation(store: Store) -> int:
+    """The content generation: one small read, done before every question."""
+    with store.session() as s:
+        return int(s.scalar(select(ContentState.generation).where(ContentState.id == 1)) or 0)
+
+
+def live_documents(store: Store) -> tuple[int, dict[str, LiveDoc]]:
+    """(generation, {doc_id: LiveDoc}) of every document with a current (certified or expired) version, read
+    in one transaction so the generation matches the map."""
+    with store.session() as s:
+        gen = int(s.scalar(select(ContentState.generation).where(ContentState.id == 1)) or 0)
+        rows = s.execute(
+            select(
+                ContentDocument.id,
+                ContentVersion.id,
+                ContentVersion.number,
+                ContentVersion.status,
+                ContentVersion.review_due,
+            ).join(ContentVersion, ContentVersion.id == ContentDocument.current_version_id)
+        ).all()
+    return gen, {doc_id: LiveDoc(vid, num, status, due) for doc_id, vid, num, status, due in rows}
+
+
+def _doc_of_segment(segment_id: str) -> str:
+    return str(segment_id).split("#")[0]
+
+
+def suspend_approvals(s: Session, doc_id: str, reason: str) -> list[int]:
+    """Suspend every active approval that cites ``doc_id`` (memory stops serving it); returns their ids."""
+    rows = s.scalars(select(Approval).where(Approval.active.is_(True), Approval.suspended_at.is_(None))).all()
+    hit = [a for a in rows if any(_doc_of_segment(sid) == doc_id for sid in a.segment_ids or [])]
+    now = utcnow()
+    for a in hit:
+        a.suspended_at = now
+        a.suspended_reason = reason
+    return [a.id for a in hit]
+
+
+def record_version(store: Store, doc: Any, fmt: str, source_name: str, by: str, who: Principal | None) -> dict:
+    """Store ``doc`` as a new draft version of its document, unless the latest version has the same content
+    hash (then nothing is written: status ``unchanged``). Audited."""
+    digest = content_hash(doc)
+    with store.session() as s:
+        document = s.get(ContentDocument, doc.id)
+        latest = None
+        if document is None:
+            document = ContentDocument(
+                id=doc.id, title=doc.title, language=doc.language, publisher=doc.publisher, source_url=doc.source_url
+            )
+            s.add(document)
+        else:
+            latest = s.scalars(
+                select(ContentVersion)
+                .where(ContentVersion.document_id == doc.id)
+                .order_by(ContentVersion.number.desc())
+            ).first()
+        if latest is not None and latest.content_hash == digest:
+            return {"document": doc.id, "version": latest.number, "version_id": latest.id, "status": "unchanged"}
+        number = (latest.number + 1) if latest is not None else 1
+        version = ContentVersion(
+            document_id=doc.id,
+            number=number,
+            content_hash=digest,
+            format=fmt,
+            source_name=source_name,
+            title=doc.title,
+            source_url=doc.source_url,
+            language=doc.language,
+            publisher=doc.publisher,
+            text=doc.text,
+            status="draft",
+            imported_by=by,
+        )
+        s.add(version)
+        s.flush()
+        audit(
+            s,
+            who,
+            "content_import",
+            "content_version",
+            version.id,
+            {"document": doc.id, "version": number, "format": fmt, "file": source_name, "sha256": digest},
+            username=by,
+        )
+        return {"document": doc.id, "version": number, "version_id": version.id, "status": "new"}
+
+
+def get_version(store: Store, doc_id: str, number: int | None = None) -> ContentVersion:
+    """A version of ``doc_id`` (the latest when ``number`` is None); LookupError when there is none."""
+    with store.session() as s:
+        q = select(ContentVersion).where(ContentVersion.document_id == doc_id)
+        q = q.where(ContentVersion.number == number) if number is not None else q.order_by(ContentVersion.number.desc())
+        version = s.scalars(q).first()
+        if version is None:
+            raise LookupError(f"no document {doc_id!r}" + (f" version {number}" if number is not None else ""))
+        return version
+
+
+def certify_switch(store: Store, version_id: int, who: Principal, review_due: date) -> dict[str, Any]:
+    """Make ``version_id`` the one version patients read, in one transaction: its status ``certified`` with
+    the clinician, date and review date; the version it replaces ``superseded`` (approved answers citing the
+    document suspended for re-review); the generation bumped; the audit record. The caller has already put
+    the version's segments in the index (not yet visible: the gate reads the current version from here)."""
+    if not who.can(*CERTIFIERS):
+        raise ContentError(f"{who.username} is a {who.role}: only a clinician certifies content")
+    with store.session() as s:
+        version = s.get(ContentVersion, version_id, with_for_update=True)
+        if version is None:
+            raise LookupError(f"no content version {version_id}")
+        if version.status in ("withdrawn", "superseded"):
+            raise ContentError(
+                f"version {version.number} of {version.document_id!r} is {version.status}; import it again"
+            )
+        document = s.get(ContentDocument, version.document_id, with_for_update=True)
+        previous = s.get(ContentVersion, document.current_version_id) if document.current_version_id else None
+        suspended: list[int] = []
+        if previous is not None and previous.id != version.id:
+            previous.status = "superseded"
+            suspended = suspend_approvals(
+                s, document.id, f"{document.id} v{version.number} replaced v{previous.number}"
+            )
+        version.status = "certified"
+        version.certified_by_id = who.id
+        version.certified_by = who.username
+        version.certified_at = utcnow()
+        version.review_due = review_due
+        document.current_version_id = version.id
+        document.title, document.language = version.title, version.language
+        document.publisher, document.source_url = version.publisher, version.source_url
+        gen = _bump(s)
+        detail = {
+            "document": document.id,
+            "version": version.number,
+            "review_due": review_due.isoformat(),
+            "replaced": previous.number if previous is not None and previous.id != version.id else None,
+            "suspended_approvals": suspended,
+            "generation": gen,
+        }
+        audit(s, who, "content_certify", "content_version", version.id, detail)
+        return {
+            **detail,
+            "replaced_version_id": previous.id if previous is not None and previous.id != version.id else None,
+        }
+
+
+def withdraw(store: Store, doc_id: str, who: Principal, reason: str) -> dict[str, Any]:
+    """Take ``doc_id`` away from patients in one transaction: its current version ``withdrawn`` (who, when,
+    why), no current version, approvals citing it suspended, generation bumped, audited. A reason is required."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ContentError("say why the document is withdrawn")
+    if not who.can(*WITHDRAWERS):
+        raise ContentError(f"{who.username} is a {who.role}: cannot withdraw content")
+    with store.session() as s:
+        document = s.get(ContentDocument, doc_id, with_for_update=True)
+        if document is None:
+            raise LookupError(f"no document {doc_id!r}")
+        if document.current_version_id is None:
+            raise ContentError(f"{doc_id!r} has no certified version to withdraw")
+        version = s.get(ContentVersion, document.current_version_id)
+        version.status = "withdrawn"
+        version.withdrawn_at = utcnow()
+        version.withdrawn_by = who.username
+        version.withdraw_reason = reason
+        document.current_version_id = None
+        suspended = suspend_approvals(s, doc_id, f"{doc_id} withdrawn: {reason}")
+        gen = _bump(s)
+        detail = {
+            "document": doc_id,
+            "version": version.number,
+            "reason": reason,
+            "suspended_approvals": suspended,
+            "generation": gen,
+        }
+        audit(s, who, "content_withdraw", "content_version", version.id, detail)
+        return {**detail, "version_id": version.id}
+
+
+def expire_due(store: Store, today: date, policy: str) -> list[dict[str, Any]]:
+    """Mark every current certified version whose review date is before ``today`` ``expired`` (generation
+    bumped, audited as ``system``); with policy ``exclude`` the approvals citing it are suspended too."""
+    out = []
+    with store.session() as s:
+        rows = s.execute(
+            select(ContentDocument, ContentVersion)
+            .join(ContentVersion, ContentVersion.id == ContentDocument.current_version_id)
+            .where(ContentVersion.status == "certified", ContentVersion.review_due < today)
+            .with_for_update()
+        ).all()
+        for document, version in rows:
+            version.status = "expired"
+            suspended = (
+                suspend_approvals(s, document.id, f"{document.id} past its review date") if policy == "exclude" else []
+            )
+            out.append(
+                {
+                    "document": document.id,
+                    "version": version.number,
+                    "review_due": version.review_due.isoformat(),
+                    "policy": policy,
+                    "suspended_approvals": suspended,
+                }
+            )
+            audit(s, None, "content_expire", "content_version", version.id, out[-1], username="system")
+        if out:
+            _bump(s)
+    return out
+
+
+def _version_row(v: ContentVersion) -> dict[str, Any]:
+    def iso(x: datetime | date | None) -> str | None:
+        return x.isoformat(timespec="seconds") if isinstance(x, datetime) else (x.isoformat() if x else None)
+
+    return {
+        "version": v.number,
+        "version_id": v.id,
+        "status": v.status,
+        "format": v.format,
+        "file": v.source_name,
+        "sha256": v.content_hash,
+        "title": v.title,
+        "source_url": v.source_url,
+        "language": v.language,
+        "publisher": v.publisher,
+        "imported_by": v.imported_by,
+        "imported_at": iso(v.imported_at),
+        "certified_by": v.certified_by,
+        "certified_at": iso(v.certified_at),
+        "review_due": iso(v.review_due),
+        "withdrawn_by": v.withdrawn_by,
+        "withdrawn_at": iso(v.withdrawn_at),
+        "withdraw_reason": v.withdraw_reason,
+    }
+
+
+def list_documents(
+    store: Store, status: str | None = None, language: str | None = None, due_before: date | None = None
+) -> list[dict[str, Any]]:
+    """One row per document: its current version (else its latest), filtered by that version's status,
+    the language and a review date before ``due_before``."""
+    out = []
+    with store.session() as s:
+        for document in s.scalars(select(ContentDocument).order_by(ContentDocument.id)):
+            versions = document.versions
+            shown = next((v for v in versions if v.id == document.current_version_id), None) or versions[-1]
+            row = {
+                "document": document.id,
+                "current_version": shown.number if document.current_version_id else None,
+                "latest_version": versions[-1].number,
+                **_version_row(shown),
+            }
+            if status and row["status"] != status:
+                continue
+            if language and row["language"] != language:
+                continue
+            if due_before and not (shown.review_due and shown.review_due < due_before):
+                continue
+            out.append(row)
+    return out
+
+
+def show_document(store: Store, doc_id: str) -> dict[str, Any]:
+    """A document with every version (newest first) and the approvals suspended because of it."""
+    with store.session() as s:
+        document = s.get(ContentDocument, doc_id)
+        if document is None:
+            raise LookupError(f"no document {doc_id!r}")
+        current = next((v.number for v in document.versions if v.id == document.current_version_id), None)
+        versions = [_version_row(v) for v in reversed(document.versions)]
+    suspended = [a for a in suspended_approvals(store) if doc_id in a["documents"]]
+    return {"document": doc_id, "current_version": current, "versions": versions, "suspended_approvals": suspended}
+
+
+def suspended_approvals(store: Store) -> list[dict[str, Any]]:
+    """Approved answers waiting for re-review because a document they cite changed status."""
+    with store.session() as s:
+        rows = s.scalars(
+            select(Approval).where(Approval.active.is_(True), Approval.suspended_at.is_not(None)).order_by(Approval.id)
+        ).all()
+        return [
+            {
+                "id": a.id,
+                "question": a.question,
+                "suspended_at": a.suspended_at.isoformat(timespec="seconds"),
+                "reason": a.suspended_reason,
+                "documents": sorted({_doc_of_segment(x) for x in a.segment_ids or []}),
+            }
+            for a in rows
+        ]
+
+
+def reinstate_approval(store: Store, who: Principal, approval_id: int, comment: str) -> None:
+    """A clinician re-reviewed a suspended approval and keeps it: memory serves it again. Audited."""
+    if not who.can("clinician"):
+        raise ContentError("only a clinician reinstates an approved answer")
+    with store.session() as s:
+        done = s.execute(
+            update(Approval)
+            .where(Approval.id == approval_id, Approval.suspended_at.is_not(None), Approval.active.is_(True))
+            .values(suspended_at=None, suspended_reason=None)
+        ).rowcount
+        if not done:
+            raise LookupError(f"no suspended approval {approval_id}")
+        audit(s, who, "approval_reinstated", "approval", approval_id, {"comment": comment})
+
+
+def principal(store: Store, username: str) -> Principal:
+    """The Principal of an existing, enabled user (the command line's ``--as``)."""
+    with store.session() as s:
+        user = s.scalars(select(User).where(User.username == username)).first()
+        if user is None or user.disabled:
+            raise LookupError(f"no enabled user {username!r} (add one: chatbot users add NAME --role ROLE)")
+        return Principal(user.id, user.username, user.role)
