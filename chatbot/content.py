@@ -124,7 +124,7 @@ def certify(
     """Certify a version (the latest by default) as ``who`` (a clinician): index its segments, switch, then
     delete the replaced version's segments. Certifying the current version again sets a new review date."""
     if not who.can(*repo.CERTIFIERS):
-        raise repo.ContentError(f"{who.username} is a {who.role}: only a clinician certifies content")
+        raise repo.ContentError(f"{who.username} ({who.role}) cannot certify: only a clinician certifies content")
     version = repo.get_version(store, doc_id, number)
     review_due = review_due or default_review_due(services.settings)
     if review_due <= date.today():

@@ -80,7 +80,9 @@ def test_import_certify_replace_and_withdraw_follow_through_to_the_answers(env):
     assert [(r["document"], r["version"], r["status"]) for r in report["imported"]] == [("page", 1, "new")]
     assert asthma_links(services_answer(services)) == []  # a draft never reaches patients
     assert [s["heading"] for s in content.preview(store, settings, "page")] == ["Asthma at night", "What helps"]
-    with pytest.raises(store_content.ContentError, match="only a clinician certifies"):
+    with pytest.raises(
+        store_content.ContentError, match=r"eddie \(editor\) cannot certify: only a clinician certifies content"
+    ):
         content.certify(services, store, editor, "page")
 
     first = content.certify(services, store, clinician, "page", review_due=date.today() + timedelta(days=30))

@@ -29,6 +29,10 @@ class AppState:
         self.settings = settings
         self.services = services or Services(settings)
         self.store = store or open_store(settings)
+        if "content_gate" not in getattr(self.services, "__dict__", {}):  # the gate reads this app's database
+            from chatbot.content_gate import ContentGate
+
+            self.services.content_gate = ContentGate(self.store, settings)
         self.memory = CertifiedMemory(self.store, self.services, memory_embedder)
         self.chat = ChatService(settings, self.services, self.store, self.memory)
 

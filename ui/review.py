@@ -131,6 +131,8 @@ def approval_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     for r in rows:
         q = r["question"] if len(r["question"]) <= 80 else r["question"][:77] + "…"
         state = f" · REVOKED by {r['revoked_by']}" if not r["active"] else ""
+        if r["active"] and r.get("suspended_at"):  # a cited document changed: waiting for re-review
+            state = f" · SUSPENDED, re-review: {r['suspended_reason']}"
         out.append(
             (f"#{r['id']} · {q} · {r['language'] or '?'} · approved by {r['approved_by']} · "
              f"served {r['served']}×{state}", r["id"])

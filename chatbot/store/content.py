@@ -156,7 +156,7 @@ def certify_switch(store: Store, version_id: int, who: Principal, review_due: da
     document suspended for re-review); the generation bumped; the audit record. The caller has already put
     the version's segments in the index (not yet visible: the gate reads the current version from here)."""
     if not who.can(*CERTIFIERS):
-        raise ContentError(f"{who.username} is a {who.role}: only a clinician certifies content")
+        raise ContentError(f"{who.username} ({who.role}) cannot certify: only a clinician certifies content")
     with store.session() as s:
         version = s.get(ContentVersion, version_id, with_for_update=True)
         if version is None:
@@ -204,7 +204,7 @@ def withdraw(store: Store, doc_id: str, who: Principal, reason: str) -> dict[str
     if not reason:
         raise ContentError("say why the document is withdrawn")
     if not who.can(*WITHDRAWERS):
-        raise ContentError(f"{who.username} is a {who.role}: cannot withdraw content")
+        raise ContentError(f"{who.username} ({who.role}) cannot withdraw content")
     with store.session() as s:
         document = s.get(ContentDocument, doc_id, with_for_update=True)
         if document is None:

@@ -342,6 +342,9 @@ def list_approvals(store: Store, include_revoked: bool = False, limit: int = 200
                 "revoked_by": names.get(r.revoked_by) if r.revoked_by else None,
                 "revoked_at": r.revoked_at.isoformat(timespec="seconds") if r.revoked_at else None,
                 "revoke_comment": r.revoke_comment,
+                # a document it cites was withdrawn, replaced or expired: not served until re-reviewed
+                "suspended_at": r.suspended_at.isoformat(timespec="seconds") if r.suspended_at else None,
+                "suspended_reason": r.suspended_reason,
             }
             for r in rows
         ]

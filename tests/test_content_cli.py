@@ -1,0 +1,82 @@
+"""`chatbot content list|import|certify|withdraw|show|preview|diff`: JSON out, clear errors, every action audited."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chatbot import cli
+from chatbot.settings import Settings
+from chatbot.store import auth
+from chatbot.store.db import open_store
+from chatbot.store.models import AuditLog
+from tests.conftest import FakeEmbedder
+
+PAGE = """<html lang="en"><head><title>Fever in babies</title></head><body><nav>Home | Contact us today</nav>
+<main><h1>Fever in babies</h1><p>A fever is a temperature of 38C or more. In a baby under 3 months, call your
+doctor at once.</p><h2>At home</h2><p>Give plenty of fluids and keep your baby cool but not cold.</p></main>
+<footer>Copyright Example Hospital</footer></body></html>"""
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr("chatbot.embedders.load_embedder", lambda kind, threads=2: FakeEmbedder())
+    store = open_store(Settings(paths={"data_dir": tmp_path / "data"}))
+    auth.add_user(store, "clara", "long-password", "clinician")
+    auth.add_user(store, "eddie", "long-password", "editor")
+    yield tmp_path, store
+    store.dispose()
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["content", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_content_commands_import_certify_show_withdraw_with_audit(data, capsys):
+    tmp, store = data
+    (tmp / "fever.html").write_text(PAGE, encoding="utf-8")
+    (tmp / "bad.pdf").write_bytes(b"not a pdf")
+
+    code, out, err = run(capsys, "import", str(tmp / "fever.html"), "--url", "https://example.org/fever", "--as",
+                         "eddie", "--quiet")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["imported"] == 1
+    code, out, err = run(capsys, "import", str(tmp / "bad.pdf"), "--url", "https://example.org/x", "--quiet")
+    assert code == 1 and json.loads(out)["skipped"] == 1
+    assert f"skipped: {tmp / 'bad.pdf'}: unreadable PDF" in err
+
+    code, out, _ = run(capsys, "preview", "fever")
+    assert [s["heading"] for s in json.loads(out)] == ["Fever in babies", "At home"]
+    code, _, err = run(capsys, "certify", "fever", "--as", "eddie")
+    assert code == 2 and "error: eddie (editor) cannot certify: only a clinician certifies content" in err
+    code, out, err = run(capsys, "certify", "fever", "--as", "clara", "--review-due", "2099-01-31")
+    assert code == 0, err
+    assert (json.loads(out)["version"], json.loads(out)["segments"], json.loads(out)["review_due"]) == (
+        1,
+        2,
+        "2099-01-31",
+    )
+    code, out, _ = run(capsys, "list", "--status", "certified")
+    rows = json.loads(out)
+    assert [(r["document"], r["certified_by"], r["review_due"], r["imported_by"]) for r in rows] == [
+        ("fever", "clara", "2099-01-31", "eddie")
+    ]
+    code, _, err = run(capsys, "withdraw", "fever", "--as", "clara", "--reason", "")
+    assert code == 2 and "say why" in err
+    code, out, _ = run(capsys, "withdraw", "fever", "--as", "clara", "--reason", "superseded by NICE 2026")
+    assert code == 0 and json.loads(out)["version"] == 1
+    code, out, _ = run(capsys, "show", "fever")
+    shown = json.loads(out)
+    assert (shown["current_version"], shown["versions"][0]["status"], shown["versions"][0]["withdrawn_by"]) == (
+        None,
+        "withdrawn",
+        "clara",
+    )
+    assert run(capsys, "show", "nope")[0] == 2
+    with store.session() as s:
+        actions = [(a.action, a.username) for a in s.query(AuditLog).order_by(AuditLog.id) if "content" in a.action]
+    assert actions == [("content_import", "eddie"), ("content_certify", "clara"), ("content_withdraw", "clara")]
