@@ -54,10 +54,14 @@ def clients(live):
     }
 
 
-ALLOWED = {"/review": {"clinician", "admin"}, "/evaluate": {"evaluator", "admin"}}
+ALLOWED = {
+    "/review": {"clinician", "admin"},
+    "/evaluate": {"evaluator", "admin"},
+    "/content": {"editor", "clinician", "admin"},
+}
 
 
-@pytest.mark.parametrize("prefix", ["/review", "/evaluate"])
+@pytest.mark.parametrize("prefix", ["/review", "/evaluate", "/content"])
 @pytest.mark.parametrize("who", ["anonymous", "evaluator", "clinician", "admin"])
 def test_every_route_under_a_protected_page_needs_the_right_role(clients, prefix, who):
     client = clients[who]
@@ -73,14 +77,14 @@ def test_every_route_under_a_protected_page_needs_the_right_role(clients, prefix
             assert r.status_code == (401 if who == "anonymous" else 403), (prefix + sub, r.status_code)
 
 
-@pytest.mark.parametrize("prefix", ["/review", "/evaluate"])
+@pytest.mark.parametrize("prefix", ["/review", "/evaluate", "/content"])
 def test_anonymous_page_visit_is_sent_to_the_login_page(clients, prefix):
     r = clients["anonymous"].get(prefix + "/", headers={"accept": "text/html"}, follow_redirects=False)
     assert r.status_code == 303
     assert r.headers["location"] == f"/login?next={prefix}"
 
 
-@pytest.mark.parametrize("prefix", ["/review", "/evaluate"])
+@pytest.mark.parametrize("prefix", ["/review", "/evaluate", "/content"])
 def test_every_event_handler_refuses_callers_without_the_role(clients, prefix):
     deps = dependencies(clients["admin"], prefix)
     assert deps, "the page has event handlers"

@@ -93,6 +93,7 @@ def create_app(
     from fastapi.responses import JSONResponse, Response
     from starlette.middleware.cors import CORSMiddleware
 
+    from ui.content import build_content_app
     from ui.evaluate import build_evaluate_app
     from ui.patient import CSS, build_patient_app
     from ui.review import build_review_app
@@ -141,13 +142,18 @@ def create_app(
     review = build_review_app(state)
     evaluate = build_evaluate_app(state)
     patient = build_patient_app(state)
-    for path, staff_app in (("/review", review), ("/evaluate", evaluate)):
+    content = build_content_app(state)
+    for path, staff_app, max_size in (
+        ("/review", review, "2mb"),
+        ("/evaluate", evaluate, "2mb"),
+        ("/content", content, "20mb"),  # PDF leaflets
+    ):
         gr.mount_gradio_app(
             app,
             staff_app,
             path=path,
             auth_dependency=gradio_user(state, PROTECTED[path]),
-            max_file_size="2mb",
+            max_file_size=max_size,
             **common,
         )
     gr.mount_gradio_app(app, patient, path="/", css=CSS, max_file_size=0, **common)

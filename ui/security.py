@@ -24,8 +24,9 @@ COOKIE = "cb_session"
 PROTECTED: dict[str, tuple[str, ...]] = {
     "/review": ("clinician", "admin"),
     "/evaluate": ("evaluator", "admin"),
+    "/content": ("editor", "clinician", "admin"),
 }
-HOME_BY_ROLE = {"clinician": "/review", "admin": "/review", "evaluator": "/evaluate"}
+HOME_BY_ROLE = {"clinician": "/review", "admin": "/review", "evaluator": "/evaluate", "editor": "/content"}
 
 
 class AccessDenied(Exception):
