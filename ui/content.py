@@ -82,7 +82,7 @@ def build_content_app(state: Any):
         lines += [f"= {r['document']} unchanged (v{r['version']})" for r in report["unchanged"]]
         lines += [f"⚠️ skipped {Path(s['file']).name}: {s['reason'].split(': ', 1)[-1]}" for s in report["skipped"]]
         table, docs = listing(status, lang_filter, due_before)
-        return "\n\n".join(lines), table, docs
+        return "\n\n".join(lines), table, docs, None, ""  # the files and the link cleared for the next import
 
     def show(doc_id, version, request: gr.Request):
         require(state, request, *ROLES)
@@ -184,16 +184,22 @@ def build_content_app(state: Any):
         suspended = gr.Markdown("", elem_id="suspended")
 
         filters = [status, language, due_before]
-        hidden = dict(api_visibility="private")  # staff events: not on the API page, not for Gradio clients
+        # staff events: not on the API page, not for Gradio clients; a small progress timer that never covers
+        # (and blocks) the fields after a refused action
+        hidden = dict(api_visibility="private", show_progress="minimal")
         demo.load(on_load, filters, [header, table, doc, suspended], queue=False, **hidden)
         refresh_btn.click(refresh, filters, [table, doc], **hidden)
         import_btn.click(
-            upload, [files, url, doc_id, title, lang, publisher, *filters], [import_message, table, doc], **hidden
+            upload,
+            [files, url, doc_id, title, lang, publisher, *filters],
+            [import_message, table, doc, files, url],
+            **hidden,
         )
         preview_btn.click(show, [doc, version], [preview, versions], **hidden)
         diff_btn.click(version_diff, [doc, old, new], [diff_out], **hidden)
         certify_btn.click(
             certify, [doc, version, review_due, confirm, *filters], [action_message, table, doc, confirm], **hidden
         )
+        doc.change(lambda: False, None, confirm, queue=False, **hidden)  # a confirmation is for one document
         withdraw_btn.click(withdraw, [doc, reason, *filters], [action_message, table, doc, suspended, reason], **hidden)
     return demo
