@@ -42,9 +42,11 @@ class ContentView:
         if not version:
             return True
         doc = self.docs.get(segment.doc_id)
-        if doc is None or doc.version_id != version:
-            return False
-        return doc.status == "certified" or (doc.status == "expired" and self.policy == "warn")
+        return doc is not None and doc.version_id == version and self.allows_status(doc.status)
+
+    def allows_status(self, status: str) -> bool:
+        """Certified, or expired while ``corpus.expired_content`` is ``warn``."""
+        return status == "certified" or (status == "expired" and self.policy == "warn")
 
     def expired(self, segment: Any) -> bool:
         doc = self.docs.get(segment.doc_id)
@@ -162,12 +164,9 @@ def links_still_live(versions: dict[str, int], services: Any, generation: int) -
     if gate.generation() == generation:
         return True
     view = gate.view()
-    return all(
-        (doc := view.docs.get(d)) is not None
-        and doc.version_id == v
-        and (doc.status == "certified" or (doc.status == "expired" and view.policy == "warn"))
-        for d, v in versions.items()
-    )
+    live = (view.docs.get(d) for d in versions)
+    return all(doc is not None and doc.version_id == versions[d] and view.allows_status(doc.status)
+               for d, doc in zip(versions, live, strict=True))  # fmt: skip
 
 
 def with_warning(ans: dict[str, Any], content: dict[str, Any] | None) -> dict[str, Any]:
@@ -178,24 +177,25 @@ def with_warning(ans: dict[str, Any], content: dict[str, Any] | None) -> dict[st
     return ans
 
 
-def approved_links_versions(links: list[dict[str, Any]], services: Any) -> dict[str, int] | None:
-    """{doc_id: version id} of the managed documents an approved answer links, or None when one of them is no
-    longer readable in the version the clinician approved (its segment ids end in ``@v<number>``)."""
+def approved_links_content(links: list[dict[str, Any]], services: Any) -> dict[str, Any] | None:
+    """The trace's ``content`` entry of an approved answer (versions of the managed documents it links, the
+    expired ones among them), or None when one of them is no longer readable in the version the clinician
+    approved (segment ids of managed documents end in ``@v<number>``)."""
     cited = {}
     for link in links:
         sid = str(link.get("segment_id", ""))
         if "@v" in sid:
-            cited[sid.split("#")[0]] = int(sid.rsplit("@v", 1)[1]) if sid.rsplit("@v", 1)[1].isdigit() else -1
+            number = sid.rsplit("@v", 1)[1]
+            cited[sid.split("#")[0]] = int(number) if number.isdigit() else -1
     if not cited:
         return {}
     view = services.content_gate.view()
-    versions = {}
+    versions, expired = {}, []
     for doc_id, number in cited.items():
         doc = view.docs.get(doc_id)
-        readable = doc is not None and (
-            doc.status == "certified" or (doc.status == "expired" and view.policy == "warn")
-        )
-        if not readable or doc.number != number:
+        if doc is None or doc.number != number or not view.allows_status(doc.status):
             return None
         versions[doc_id] = doc.version_id
-    return versions
+        if doc.status == "expired":
+            expired.append(doc_id)
+    return {"generation": view.generation, "versions": versions, "expired": sorted(expired)}

@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from chatbot.answer import answer
-from chatbot.content_gate import approved_links_versions
+from chatbot.content_gate import approved_links_content, with_warning
 from chatbot.store.db import Store
 from chatbot.store.models import Approval
 
@@ -184,8 +184,8 @@ def answer_with_memory(
             return base
     # checked last: a document the approval cites, withdrawn, replaced or expired meanwhile, sends the pipeline's
     # answer instead (the suspension takes the approval out of memory for the next question)
-    versions = approved_links_versions(hit["links"], services)
-    if versions is None:
+    content = approved_links_content(hit["links"], services)
+    if content is None:
         ans = base or answer(question, services, pipeline)
         ans.setdefault("trace", {})["memory"] = {**info, "hit": False, "skipped": "content withdrawn"}
         return ans
@@ -195,7 +195,7 @@ def answer_with_memory(
     reply = hit["reply"]
     if urgent.get("urgent_message") and not reply.startswith(urgent["urgent_message"]):
         reply = f"{urgent['urgent_message']}\n\n{reply}"
-    return {
+    out = {
         "question": base.get("question", text),
         "reply": reply,
         "links": hit["links"],
@@ -211,9 +211,10 @@ def answer_with_memory(
             "pipeline_trace": pipeline_trace,
             "top": [{"segment_id": link["segment_id"]} for link in hit["links"]],
             "timings_ms": {"memory_lookup": round(lookup_ms, 1), "total": round(total, 1)},
-            **({"content": {"versions": versions}} if versions else {}),
+            **({"content": content} if content else {}),
         },
     }
+    return with_warning(out, content)  # an expired document kept under corpus.expired_content=warn
 
 
 # -- threshold measurement ----------------------------------------------------------------------------------

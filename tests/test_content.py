@@ -213,20 +213,31 @@ def test_expired_content_is_excluded_or_flagged_by_setting(env, policy):
     content.import_files(store, [write(tmp / "page.html", page(V1))], editor)
     content.certify(services, store, clinician, "page", review_due=date.today() + timedelta(days=1))
     assert asthma_links(services_answer(services))
+    memory = CertifiedMemory(store, services, services.embedder)
+    first = answer_with_memory("asthma at night", services, memory)
+    links = first["links"][:1]
+    approval_id = repo.record_review(
+        store, clinician, repo.record_turn(store, "conv", first), "approved", "ok",
+        approval={"reply": "Approved asthma reply.", "links": links, "segment_ids": [x["segment_id"] for x in links],
+                  "language": "en", **memory.approval_fields("asthma at night")},
+    )["approval_id"]  # fmt: skip
     services.content_gate.today = lambda: date.today() + timedelta(days=2)
 
     ans = services_answer(services)
+    served = answer_with_memory("asthma at night", services, memory)
 
     assert store_content.list_documents(store)[0]["status"] == "expired"
+    note = "Note: a linked document is past its review date; check with your care team that it is still current."
     if policy == "exclude":
-        assert asthma_links(ans) == []
-        assert "past its review date" not in ans["reply"]
+        assert asthma_links(ans) == [] and asthma_links(served) == []
+        assert note not in ans["reply"] and served["reply"] != "Approved asthma reply."
+        assert [a["id"] for a in store_content.suspended_approvals(store)] == [approval_id]
     else:
         assert len(asthma_links(ans)) == 1
         assert ans["trace"]["content"]["expired"] == ["page"]
-        assert ans["reply"].endswith(
-            "Note: a linked document is past its review date; check with your care team that it is still current."
-        )
+        assert ans["reply"].endswith(note)
+        assert served["reply"] == f"Approved asthma reply.\n\n{note}"
+        assert store_content.suspended_approvals(store) == []
     with store.session() as s:
         assert s.query(AuditLog).filter(AuditLog.action == "content_expire").one().username == "system"
 

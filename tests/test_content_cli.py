@@ -80,3 +80,32 @@ def test_content_commands_import_certify_show_withdraw_with_audit(data, capsys):
     with store.session() as s:
         actions = [(a.action, a.username) for a in s.query(AuditLog).order_by(AuditLog.id) if "content" in a.action]
     assert actions == [("content_import", "eddie"), ("content_certify", "clara"), ("content_withdraw", "clara")]
+
+
+def test_a_100_document_folder_import_shows_progress_reports_skips_and_reimports_nothing(data, capsys):
+    tmp, store = data
+    folder = tmp / "incoming"
+    folder.mkdir()
+    for i in range(100):
+        page = PAGE.replace("<title>Fever in babies", f"<title>Leaflet {i:03d}").replace("38C", f"38C ({i})")
+        page = page.replace("<head>", f'<head><link rel="canonical" href="https://example.org/leaflet-{i:03d}">')
+        (folder / f"leaflet-{i:03d}.html").write_text(page, encoding="utf-8")
+    (folder / "scan.pdf").write_bytes(b"%PDF-1.4 scanned")
+    (folder / "nolink.html").write_text(PAGE, encoding="utf-8")
+
+    code, out, err = run(capsys, "import", str(folder), "--as", "eddie")
+
+    assert code == 0
+    report = json.loads(out)
+    assert (report["imported"], report["unchanged"], report["skipped"]) == (100, 0, 2)
+    assert "importing: 100%" in err and "102/102" in err
+    skipped = sorted(line for line in err.splitlines() if line.startswith("skipped: "))
+    assert [line.split(": ", 2)[1].rsplit("/", 1)[1] for line in skipped] == ["nolink.html", "scan.pdf"]
+    assert "document 'nolink' has no source URL" in skipped[0]
+    assert "unreadable PDF" in skipped[1]
+
+    code, out, err = run(capsys, "import", str(folder), "--as", "eddie", "--quiet")
+    assert json.loads(out)["unchanged"] == 100 and json.loads(out)["imported"] == 0
+    assert err.count("skipped: ") == 2 and "importing" not in err
+    with store.session() as s:
+        assert s.query(AuditLog).filter(AuditLog.action == "content_import").count() == 100

@@ -67,10 +67,13 @@ def upgrade_and_check(url: str) -> None:
     clara = store_content.principal(store, "clara")
     doc = Document("page", "Asthma", "https://example.org/asthma", "# Asthma\n\nText.", language="en")
     version = store_content.record_version(store, doc, "html", "page.html", "clara", clara)
-    store_content.certify_switch(store, version["version_id"], clara, date.today() + timedelta(days=90))
+    store_content.certify_switch(store, version["version_id"], clara, date.today() - timedelta(days=1))
+    expired = store_content.expire_due(store, date.today(), "exclude")
+    assert [(e["document"], e["suspended_approvals"]) for e in expired] == [("page", [1])]
+    assert store_content.expire_due(store, date.today(), "exclude") == []
     out = store_content.withdraw(store, "page", clara, "outdated")
-    assert out["suspended_approvals"] == [1]
-    assert store_content.generation(store) == 2
+    assert (out["version"], out["suspended_approvals"]) == (1, [])  # suspended once, at expiry
+    assert store_content.generation(store) == 3
     # and back: 0004 keeps the old rows
     downgrade(engine, "0004")
     assert "content_versions" not in inspect(engine).get_table_names()
