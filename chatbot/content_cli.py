@@ -92,7 +92,7 @@ def _who(store: Any, username: str | None) -> Any:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from chatbot.store.content import list_documents
+    from chatbot.store.content_list import list_documents
 
     _, store, _ = _context()
     _print(list_documents(store, args.status, args.language, args.due_before))
@@ -153,7 +153,7 @@ def _cmd_withdraw(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from chatbot.store.content import show_document
+    from chatbot.store.content_list import show_document
 
     _, store, _ = _context()
     try:

@@ -224,14 +224,19 @@ def read_document_file(path: Path, meta: dict[str, Any] | None = None):
     if fmt == "markdown":
         try:
             doc = read_markdown_file(path)
-        except CorpusError as exc:
+        except (CorpusError, UnicodeDecodeError) as exc:
             raise CorpusError(f"{path}: {exc}") from exc
         from dataclasses import replace
 
         known = {k: given[k] for k in ("id", "title", "source_url", "language", "publisher") if k in given}
         return replace(doc, **known) if known else doc
     reader = {"html": read_html, "pdf": read_pdf, "docx": read_docx}[fmt]
-    text, found = reader(path)
+    try:
+        text, found = reader(path)
+    except CorpusError:
+        raise
+    except Exception as exc:  # a parser's own failure on a damaged file: named, never a crash of the batch
+        raise CorpusError(f"{path}: unreadable {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
     if not text.strip():
         raise CorpusError(f"{path}: no text found in this {fmt.upper()} file (a scanned PDF needs OCR first)")
     record = {k: v for k, v in found.items() if v}

@@ -13,7 +13,7 @@ from chatbot import content
 from chatbot.content_gate import ContentGate
 from chatbot.memory import CertifiedMemory, answer_with_memory
 from chatbot.settings import Settings
-from chatbot.store import auth, repo
+from chatbot.store import auth, content_list, repo
 from chatbot.store import content as store_content
 from chatbot.store.db import open_store
 from chatbot.store.models import AuditLog
@@ -108,7 +108,7 @@ def test_import_certify_replace_and_withdraw_follow_through_to_the_answers(env):
     assert [i for i in index_ids(services) if i.startswith("page#")] == sorted(
         s["segment_id"] for s in content.preview(store, settings, "page", 2)
     )
-    assert [v["status"] for v in store_content.show_document(store, "page")["versions"]] == ["certified", "superseded"]
+    assert [v["status"] for v in content_list.show_document(store, "page")["versions"]] == ["certified", "superseded"]
 
     with pytest.raises(store_content.ContentError, match="say why"):
         content.withdraw(services, store, clinician, "page", " ")
@@ -116,7 +116,7 @@ def test_import_certify_replace_and_withdraw_follow_through_to_the_answers(env):
     assert out["version"] == 2
     assert asthma_links(services_answer(services)) == []
     assert [i for i in index_ids(services) if i.startswith("page#")] == []
-    assert store_content.list_documents(store, status="withdrawn")[0]["withdraw_reason"] == "Guideline changed"
+    assert content_list.list_documents(store, status="withdrawn")[0]["withdraw_reason"] == "Guideline changed"
     assert audit_actions(store) == ["content_import", "content_certify", "content_import", "content_certify",
                                     "content_withdraw"]  # fmt: skip
     # the turn keeps what the patient read that day
@@ -199,11 +199,11 @@ def test_withdrawal_suspends_approved_answers_citing_the_document(env):
     after = answer_with_memory("asthma at night", services, memory)
     assert after["reply"] != "Approved asthma reply." and after["trace"]["memory"]["hit"] is False
     assert asthma_links(after) == []
-    suspended = store_content.suspended_approvals(store)
+    suspended = content_list.suspended_approvals(store)
     assert [(a["id"], a["documents"], a["reason"]) for a in suspended] == [
         (approval_id, ["page", "sleep-card"], "page withdrawn: Wrong dose in section 2")
     ]
-    assert store_content.show_document(store, "page")["suspended_approvals"][0]["id"] == approval_id
+    assert content_list.show_document(store, "page")["suspended_approvals"][0]["id"] == approval_id
 
 
 @pytest.mark.parametrize("policy", ["exclude", "warn"])
@@ -226,18 +226,18 @@ def test_expired_content_is_excluded_or_flagged_by_setting(env, policy):
     ans = services_answer(services)
     served = answer_with_memory("asthma at night", services, memory)
 
-    assert store_content.list_documents(store)[0]["status"] == "expired"
+    assert content_list.list_documents(store)[0]["status"] == "expired"
     note = "Note: a linked document is past its review date; check with your care team that it is still current."
     if policy == "exclude":
         assert asthma_links(ans) == [] and asthma_links(served) == []
         assert note not in ans["reply"] and served["reply"] != "Approved asthma reply."
-        assert [a["id"] for a in store_content.suspended_approvals(store)] == [approval_id]
+        assert [a["id"] for a in content_list.suspended_approvals(store)] == [approval_id]
     else:
         assert len(asthma_links(ans)) == 1
         assert ans["trace"]["content"]["expired"] == ["page"]
         assert ans["reply"].endswith(note)
         assert served["reply"] == f"Approved asthma reply.\n\n{note}"
-        assert store_content.suspended_approvals(store) == []
+        assert content_list.suspended_approvals(store) == []
     with store.session() as s:
         assert s.query(AuditLog).filter(AuditLog.action == "content_expire").one().username == "system"
 
@@ -291,7 +291,7 @@ def test_folder_import_reports_skips_and_an_unchanged_reimport_writes_and_embeds
     ]
     assert len(again["unchanged"]) == 3 and again["imported"] == []
     assert fake_embedder.passage_calls == calls
-    assert [d["status"] for d in store_content.list_documents(store)] == ["certified", "draft", "draft"]
+    assert [d["status"] for d in content_list.list_documents(store)] == ["certified", "draft", "draft"]
     # `chatbot ingest` of the legacy corpus never deletes managed segments
     from corpus.segmenter import segment_documents
 

@@ -161,6 +161,7 @@ def test_docx_heading_styles_become_headings(tmp_path):
         ("broken.docx", b"PK\x03\x04 not a zip", "broken.docx: unreadable DOCX"),
         ("empty.html", "<html><body><nav>Home</nav></body></html>", "empty.html: no text found in this HTML file"),
         ("notes.txt", "plain text", "notes.txt: unsupported format '.txt'"),
+        ("latin.md", b"---\ntitle: Caff\xe8\n---\nText", "latin.md: 'utf-8' codec can't decode byte 0xe8"),
     ],
 )
 def test_a_malformed_file_gets_an_error_naming_it(tmp_path, name, data, message):

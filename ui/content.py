@@ -13,6 +13,7 @@ import gradio as gr
 
 from chatbot import content
 from chatbot.store import content as store_content
+from chatbot.store import content_list
 from ui.security import require
 
 ROLES = ("editor", "clinician", "admin")
@@ -51,7 +52,7 @@ def build_content_app(state: Any):
             due = date.fromisoformat(due_before.strip()) if (due_before or "").strip() else None
         except ValueError as exc:
             raise gr.Error("Review date filter: use YYYY-MM-DD.") from exc
-        rows = store_content.list_documents(
+        rows = content_list.list_documents(
             store, None if status in (None, "any") else status, (language or "").strip() or None, due
         )
         return document_rows(rows), gr.update(choices=[r["document"] for r in rows])
@@ -62,7 +63,7 @@ def build_content_app(state: Any):
         if who.can("clinician", "admin"):
             header += " · [Review](/review/)"
         table, docs = listing(status, language, due_before)
-        return header, table, docs, suspended_markdown(store_content.suspended_approvals(store))
+        return header, table, docs, suspended_markdown(content_list.suspended_approvals(store))
 
     def refresh(status, language, due_before, request: gr.Request):
         require(state, request, *ROLES)
@@ -92,7 +93,7 @@ def build_content_app(state: Any):
         try:
             v = store_content.get_version(store, doc_id, number)
             segments = content.preview(store, settings, doc_id, v.number)
-            history = store_content.show_document(store, doc_id)["versions"]
+            history = content_list.show_document(store, doc_id)["versions"]
         except LookupError as exc:
             raise gr.Error(str(exc)) from exc
         versions = ", ".join(f"v{h['version']} {h['status']}" for h in history)
@@ -139,7 +140,7 @@ def build_content_app(state: Any):
         message = (
             f"⛔ {doc_id} v{out['version']} withdrawn: patients no longer see it; {n} approved answer(s) suspended"
         )
-        return message, table, docs, suspended_markdown(store_content.suspended_approvals(store)), ""
+        return message, table, docs, suspended_markdown(content_list.suspended_approvals(store)), ""
 
     with gr.Blocks(title="Content", analytics_enabled=False) as demo:
         header = gr.Markdown("", elem_id="who")

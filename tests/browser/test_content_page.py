@@ -93,7 +93,7 @@ def patient_asks(browser, base: str, question: str) -> tuple[list[str], str]:
 
 def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(browser, live, tmp_path):
     from chatbot.store import content as store_content
-    from chatbot.store import repo
+    from chatbot.store import content_list, repo
 
     store = live.state.store
     html = tmp_path / "whooping-cough.html"
@@ -111,7 +111,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     assert "Visiting times" not in editor.locator("#preview-segments").inner_text()
     editor.locator("#certify").click()  # an editor cannot certify
     editor.wait_for_selector(":text('Only a clinician certifies content.')")
-    assert [d["status"] for d in store_content.list_documents(store)] == ["draft", "draft"]
+    assert [d["status"] for d in content_list.list_documents(store)] == ["draft", "draft"]
     assert patient_asks(browser, live.url, QUESTION)[0].count(URL) == 0  # drafts never reach patients
     editor.context.close()
 
@@ -129,7 +129,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     clinician.wait_for_selector("#preview-segments :text('caffeine-leaflet v1: 2 segment(s)')")
     clinician.wait_for_function("!document.body.innerText.includes('Confirm that you have read')", timeout=30_000)
     shot(clinician, "content-page")
-    rows = store_content.list_documents(store)
+    rows = content_list.list_documents(store)
     assert [(r["document"], r["status"], r["certified_by"], r["imported_by"]) for r in rows] == [
         ("caffeine-leaflet", "certified", "clara", "eddie"),
         ("whooping-cough", "certified", "clara", "eddie"),
@@ -165,6 +165,6 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     hrefs, text = patient_asks(browser, live.url, QUESTION)
     assert URL not in hrefs
     assert "Answer approved by a clinician." not in text
-    assert [a["id"] for a in store_content.suspended_approvals(store)] == [approval_id]
+    assert [a["id"] for a in content_list.suspended_approvals(store)] == [approval_id]
     actions = [e["action"] for e in repo.audit_entries(store) if e["action"].startswith("content_")]
     assert sorted(actions) == sorted(["content_import"] * 2 + ["content_certify"] * 2 + ["content_withdraw"])
