@@ -51,6 +51,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             services.client.delete_collection(services.collection_name)
         except Exception:  # absent already: nothing to drop
             pass
+        print("rebuilt: run `chatbot content reindex` to put certified managed documents back", file=sys.stderr)
     try:
         summary = ingest_paths([Path(p) for p in args.paths], services, strict=args.strict, quiet=args.quiet)
     except IndexError_ as exc:

@@ -149,3 +149,17 @@ def withdraw(services: Any, store: Store, who: Principal, doc_id: str, reason: s
     result = repo.withdraw(store, doc_id, who, reason)
     services.index.delete_version(result["version_id"])
     return result
+
+
+def reindex(services: Any, store: Store) -> dict[str, int]:
+    """Put the current version of every managed document back into the index (after `chatbot ingest
+    --rebuild` dropped the collection, or a change of embedding model); segments already there stay."""
+    from chatbot.store.content_list import current_versions
+
+    versions = current_versions(store)
+    embedded = 0
+    for version in versions:
+        certified_on = version.certified_at.date().isoformat() if version.certified_at else ""
+        segments = version_segments(version, services.settings, version.certified_by or "", certified_on)
+        embedded += len(services.index.add_segments(segments, services.settings.index.batch_size))
+    return {"documents": len(versions), "embedded": embedded}

@@ -1,4 +1,4 @@
-"""``chatbot content list|import|certify|withdraw|show|preview|diff|reinstate``: the content lifecycle on the
+"""``chatbot content list|import|certify|withdraw|show|preview|diff|reindex|reinstate``: the content lifecycle on the
 command line. Every action is audited under the user named by ``--as`` (certify: a clinician)."""
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def add_cli(sub: Any) -> None:
     c.add_argument("old", type=int)
     c.add_argument("new", type=int)
     c.set_defaults(func=_cmd_diff)
+    c = csub.add_parser("reindex", help="put every certified version back in the index (after ingest --rebuild)")
+    c.set_defaults(func=_cmd_reindex)
     c = csub.add_parser("reinstate", help="a clinician keeps a suspended approved answer after re-review")
     c.add_argument("approval", type=int)
     c.add_argument("--as", dest="user", required=True)
@@ -194,4 +196,12 @@ def _cmd_reinstate(args: argparse.Namespace) -> int:
     except (LookupError, ValueError) as exc:
         return _fail(exc)
     _print({"reinstated": args.approval})
+    return 0
+
+
+def _cmd_reindex(args: argparse.Namespace) -> int:
+    from chatbot.content import reindex
+
+    _, store, services = _context(with_services=True)
+    _print(reindex(services, store))
     return 0

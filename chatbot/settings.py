@@ -64,10 +64,9 @@ class CorpusSettings(_Group):
     )
     expired_content: Literal["exclude", "warn"] = Field(
         default="exclude",
-        description="A certified document whose review date has passed: `exclude` takes it out of retrieval "
-        "(and suspends approved answers citing it) at the next question; `warn` keeps answering from it with a "
-        "note that it is past its review date. Exclude is the safe choice; warn avoids silent gaps while a "
-        "content team catches up.",
+        description="A certified document past its review date: `exclude` takes it out of retrieval (and "
+        "suspends approved answers citing it) at the next question; `warn` keeps it, with a note in the reply. "
+        "Exclude is safe; warn avoids gaps while a content team catches up.",
     )
     review_months: int = Field(
         default=12,

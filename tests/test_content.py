@@ -297,3 +297,23 @@ def test_folder_import_reports_skips_and_an_unchanged_reimport_writes_and_embeds
 
     services.index.sync(segment_documents(LEGACY, 200, 10))
     assert any(i.startswith("page0#") for i in index_ids(services))
+
+
+def test_reindex_puts_certified_versions_back_after_the_collection_was_dropped(env, fake_embedder):
+    settings, services, store, clinician, editor, tmp = env
+    content.import_files(store, [write(tmp / "page.html", page(V1))], editor)
+    content.import_files(store, [write(tmp / "draft.html", page(V2, "https://example.org/draft"))], editor)
+    content.certify(services, store, clinician, "page")
+    certified = [i for i in index_ids(services) if i.startswith("page#")]
+    services.client.delete_collection(services.collection_name)  # what `chatbot ingest --rebuild` does
+    services.index._collection = None
+    from corpus.segmenter import segment_documents
+
+    services.index.sync(segment_documents(LEGACY, 200, 10))
+    assert asthma_links(services_answer(services)) == []
+
+    assert content.reindex(services, store) == {"documents": 1, "embedded": 2}
+    assert content.reindex(services, store) == {"documents": 1, "embedded": 0}
+
+    assert [i for i in index_ids(services) if i.startswith(("page#", "draft#"))] == certified
+    assert asthma_links(services_answer(services))[0].endswith("@v1")

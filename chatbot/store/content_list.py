@@ -96,3 +96,15 @@ def suspended_approvals(store: Store) -> list[dict[str, Any]]:
             }
             for a in rows
         ]
+
+
+def current_versions(store: Store) -> list[ContentVersion]:
+    """The version patients read of every managed document (certified or expired), by document id."""
+    with store.session() as s:
+        return list(
+            s.scalars(
+                select(ContentVersion)
+                .join(ContentDocument, ContentDocument.current_version_id == ContentVersion.id)
+                .order_by(ContentVersion.document_id)
+            )
+        )
