@@ -12,18 +12,36 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from evaluation.harness import load_judged, percentile, results_dir
+from evaluation.evaluator import Benchmark
+from evaluation.harness import load_judged, percentile
+from evaluation.report import Report, add_output_args, command_line, output_target
+
+PROG = "python -m evaluation.bench_ann"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--k", type=int, default=50)
+    add_output_args(parser, "", name_help="report name (default ann-<dataset>)")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name or f"ann-{args.data.name}")
+    bench = Benchmark(
+        name, f"recall@{args.k}", lambda: measure(args), metrics, lambda r: render(r, command_line(PROG, argv), name)
+    )
+    bench(out_dir)
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """HNSW top-k against exact search for each query: recall and query time."""
 
     from chatbot.index import corpus_key
     from chatbot.pipeline import Services
@@ -51,27 +69,57 @@ def main(argv: list[str] | None = None) -> int:
         recalls.append(len(exact & {h.segment.id for h in ann}) / args.k)
 
     meta = index.collection().metadata or {}
+    return {
+        "data": args.data.name,
+        "k": args.k,
+        "segments": len(ids),
+        "embedder": services.embedder.name,
+        "hnsw": {key: meta.get(f"hnsw:{key}") for key in ("M", "construction_ef", "search_ef")},
+        "recalls": [float(r) for r in recalls],
+        "ann_ms": ann_ms,
+        "exact_ms": exact_ms,
+    }
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: mean recall@k of HNSW against exact search; also its minimum and the query times."""
+    k, recalls = result["k"], result["recalls"]
+    return {
+        f"recall@{k}": float(np.mean(recalls)),
+        f"min_recall@{k}": float(np.min(recalls)),
+        "hnsw_ms_p50": percentile(result["ann_ms"], 50),
+        "exact_ms_p50": percentile(result["exact_ms"], 50),
+    }
+
+
+def render(result: dict[str, Any], command: str, name: str) -> Report:
+    """The report: recall and query times of HNSW vs exact search."""
+    k, recalls, ann_ms, exact_ms, hnsw = (
+        result["k"],
+        result["recalls"],
+        result["ann_ms"],
+        result["exact_ms"],
+        result["hnsw"],
+    )
     lines = [
-        f"# ANN recall@{args.k}: {args.data.name}",
-        "",
-        f"Command: `python -m evaluation.bench_ann {' '.join(argv if argv is not None else sys.argv[1:])}`",
-        "",
-        f"{len(recalls)} queries against {len(ids)} segments ({services.embedder.name}); HNSW "
-        f"M={meta.get('hnsw:M')}, construction_ef={meta.get('hnsw:construction_ef')}, "
-        f"search_ef={meta.get('hnsw:search_ef')}.",
+        f"{len(recalls)} queries against {result['segments']} segments ({result['embedder']}); HNSW "
+        f"M={hnsw['M']}, construction_ef={hnsw['construction_ef']}, search_ef={hnsw['search_ef']}.",
         "",
         "| | value |",
         "|---|---|",
-        f"| mean recall@{args.k} (HNSW vs exact) | {np.mean(recalls):.4f} |",
-        f"| min recall@{args.k} | {np.min(recalls):.4f} |",
+        f"| mean recall@{k} (HNSW vs exact) | {np.mean(recalls):.4f} |",
+        f"| min recall@{k} | {np.min(recalls):.4f} |",
         f"| queries with recall 1.0 | {np.mean(np.array(recalls) == 1.0):.3f} |",
         f"| HNSW query ms p50 / p95 | {percentile(ann_ms, 50):.1f} / {percentile(ann_ms, 95):.1f} |",
         f"| exact NumPy ms p50 / p95 | {percentile(exact_ms, 50):.1f} / {percentile(exact_ms, 95):.1f} |",
     ]
-    out = results_dir() / f"ann-{args.data.name}.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return Report(
+        name=name,
+        title=f"ANN recall@{k}: {result['data']}",
+        command=command,
+        body=lines,
+        summary={**result, **metrics(result)},
+    )
 
 
 if __name__ == "__main__":

