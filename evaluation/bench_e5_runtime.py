@@ -26,7 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
-from evaluation.harness import compute_metrics, load_judged, percentile, results_dir  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
+from evaluation.report import results_dir  # noqa: E402
 
 DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")

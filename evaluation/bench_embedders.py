@@ -20,8 +20,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from chatbot.resources import shared_data_dir  # noqa: E402
-from evaluation.harness import compute_metrics, load_judged, results_dir  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged  # noqa: E402
+from evaluation.report import results_dir  # noqa: E402
 
 DATA = shared_data_dir()
 

@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from evaluation.harness import ensure_index, load_judged, percentile, results_dir
+from evaluation.harness import ensure_index, load_judged, percentile
+from evaluation.report import results_dir
 
 FAKE_PASSAGE = (
     "Anaemia in pregnancy is common and usually caused by low iron. It can make you feel tired and short of "

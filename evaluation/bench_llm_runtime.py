@@ -28,7 +28,8 @@ from chatbot import llm_runtime
 from chatbot.llm import LLMClient
 from chatbot.llm_server import EmbeddedServer, LLMUnavailable
 from chatbot.settings import load_settings
-from evaluation.harness import command_line, results_dir
+from evaluation.harness import command_line
+from evaluation.report import results_dir
 
 DEFAULT_CONFIGS = "native-noamx:off,native-noamx:on,native:off,native:on,portable:off,portable:on"
 PROMPT = (

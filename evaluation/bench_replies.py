@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.resources import demo_cards
-from evaluation.harness import apply_overrides, command_line, results_dir
+from evaluation.harness import apply_overrides, command_line
+from evaluation.report import results_dir
 
 DEFAULT_CARDS = demo_cards()
 QUESTION_TYPES = ("how_much", "how_long", "when", "yes_no", "why", "what_to_do")

@@ -27,8 +27,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from chatbot.resources import shared_data_dir  # noqa: E402
-from evaluation.harness import compute_metrics, results_dir  # noqa: E402
+from evaluation.harness import compute_metrics  # noqa: E402
+from evaluation.report import results_dir  # noqa: E402
 
 DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")

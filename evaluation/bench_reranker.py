@@ -32,8 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from chatbot.resources import shared_data_dir  # noqa: E402
-from evaluation.harness import compute_metrics, load_judged, percentile, results_dir  # noqa: E402
+from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
+from evaluation.report import results_dir  # noqa: E402
 
 DATA = shared_data_dir()
 DEFAULT_CONFIGS = (

@@ -48,6 +48,7 @@ from evaluation.harness import (
     query_type,
     results_dir,
 )
+from evaluation.report import results_dir
 
 VARIANTS = ("question", "hyde", "naive-rag", "cot")
 LABELS = {

@@ -27,11 +27,10 @@ from typing import Any
 import numpy as np
 
 from evaluation.evaluator import Benchmark
-from evaluation.report import Report, output_target, results_dir
+from evaluation.report import Report, output_target
 from evaluation.report import command_line as report_command_line
 from evaluation.splits import split_of
 
-RESULTS_DIR = results_dir()  # kept for importers; the one definition is evaluation.report.results_dir
 METRIC_NAMES = ("nDCG@10", "P@3", "R@50", "MRR@10", "Success@1")
 DEFAULT_PIPELINES = ("bm25", "dense", "dense+rerank")
 QUESTION_TYPES = ("evaluative", "other")

@@ -29,7 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.settings import DEMO_CORPUS, load_settings
+from chatbot.settings import DEMO_CORPUS
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, add_output_args, output_target
+
+PROG = "python -m evaluation.loadtest"
 
 QUESTIONS = [
     "Is it safe to drink coffee when pregnant?",
@@ -236,14 +240,22 @@ def wait_ready(base: str, proc: subprocess.Popen, timeout_s: float = 180) -> Non
     raise RuntimeError("server did not become ready")
 
 
-def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) -> None:
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: the p95 latency (ms) under load; errors, answers and throughput beside it."""
+    return {
+        "latency_p95_ms": result["latency_ms"]["p95"],
+        "latency_p50_ms": result["latency_ms"]["p50"],
+        "errors": result["errors"],
+        "answered": result["answered"],
+        "throughput_per_s": result["throughput_per_s"],
+    }
+
+
+def render(result: dict[str, Any], args: argparse.Namespace, name: str = "loadtest") -> Report:
+    """The report: the exact load (every option written out), the machine, the latency table."""
     lat, ans = result["latency_ms"], result["answer_only_ms"]
-    lines = [
-        "# Load test: concurrent patient sessions (loopback)",
-        "",
-        f"Command: `python -m evaluation.loadtest --via {args.via} --sessions {args.sessions} "
-        f"--questions {args.questions} "
-        f"--pipeline {args.pipeline}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU cores, "
+    note = (
+        f" ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU cores, "
         f"embedding.model {_settings().embedding.model}, memory on with {_settings().store.memory_embedder}, "
         f"Python {platform.python_version()}). The server (`chatbot serve`, default server settings: "
         f"answer_concurrency 2, stream_delay_ms 20) ran in its own process on 127.0.0.1 with the demo corpus; "
@@ -256,8 +268,9 @@ def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) 
             else "Each session loads the page, then asks its questions one after the other through the "
             "browser's two queue events (answer, then streamed display); all sessions start at once. Latency = "
             "question sent → last streamed chunk (3 links) received."
-        ),
-        "",
+        )
+    )
+    lines = [
         "| metric | value |",
         "|---|---|",
         f"| concurrent sessions | {result['sessions']} |",
@@ -282,8 +295,17 @@ def write_markdown(result: dict[str, Any], out: Path, args: argparse.Namespace) 
     ]
     if result["error_samples"]:
         lines += ["", "Error samples: " + "; ".join(result["error_samples"])]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    command = (
+        f"{PROG} --via {args.via} --sessions {args.sessions} --questions {args.questions} --pipeline {args.pipeline}"
+    )
+    return Report(
+        name=name,
+        title="Load test: concurrent patient sessions (loopback)",
+        command=command,
+        command_note=note,
+        body=lines,
+        summary=result,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,10 +318,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=None, help="an already running server on loopback (skips starting one)")
     parser.add_argument("--via", choices=("api", "page"), default="api", help="the JSON API or the page's events")
     parser.add_argument("--token", default=os.environ.get("CHATBOT_API_TOKEN"), help="API token for --url --via api")
-    parser.add_argument("--out", type=Path, default=load_settings().paths.results_dir / "loadtest.md")
+    add_output_args(parser, "loadtest")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 200 or not 1 <= args.questions <= 10:
         parser.error("bounded: 1-200 sessions, 1-10 questions each")
+    out_dir, name = output_target(args.out, args.name)
+    bench = Benchmark(name, "latency_p95_ms", lambda: measure(parser, args), metrics, lambda r: render(r, args, name))
+    bench(out_dir)
+    assert bench.result is not None
+    return 0 if bench.result["errors"] == 0 else 1
+
+
+def measure(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """Start a server (unless ``--url``), run the load, stop the server; the result (also printed)."""
     proc = None
     tmp = tempfile.TemporaryDirectory(prefix="chatbot-load-")
     try:
@@ -333,8 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.killpg(proc.pid, signal.SIGKILL)
         tmp.cleanup()
     print(json.dumps(result, indent=2))
-    write_markdown(result, args.out, args)
-    return 0 if result["errors"] == 0 else 1
+    return result
 
 
 if __name__ == "__main__":

@@ -24,10 +24,9 @@ from typing import Any
 
 from chatbot.stages.redflags import ACTIONS, CATEGORY_ACTION, raw_text, rule_flags, screen
 from evaluation.evaluator import Benchmark
-from evaluation.report import Report, add_output_args, command_line, output_target, results_dir
+from evaluation.report import Report, add_output_args, command_line, output_target
 
 PROG = "python -m evaluation.redflags_eval"
-RESULTS = results_dir()
 
 
 class DataError(ValueError):

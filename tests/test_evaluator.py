@@ -3,6 +3,7 @@ the primary one named, writing its report only when given a folder."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -80,3 +81,65 @@ def test_benchmark_with_a_primary_metric_it_does_not_compute_fails_before_writin
     with pytest.raises(ValueError, match="primary metric 'recall'"):
         bench(tmp_path)
     assert not (tmp_path / "toy.md").exists()
+
+
+def _queries(folder: Path, rows: list[tuple[str, str]]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "queries.jsonl").write_text(
+        "".join(f'{{"_id": "{qid}", "text": "{text}"}}\n' for qid, text in rows), encoding="utf-8"
+    )
+
+
+def test_route_check_is_an_evaluator_with_the_shared_report(tmp_path: Path) -> None:
+    from evaluation.route_check import main, metrics
+
+    data = tmp_path / "data"
+    _queries(
+        data / "maternal", [("m1", "How much folic acid should I take?"), ("m2", "What can I eat, excluding fish?")]
+    )
+    _queries(data / "negconstraint", [("n1", "Which painkillers are safe in pregnancy other than ibuprofen?")])
+
+    assert main(["--data", str(data), "--out", str(tmp_path / "out"), "--name", "rc"]) == 0
+
+    md = (tmp_path / "out" / "rc.md").read_text(encoding="utf-8")
+    assert md.splitlines()[:3] == [
+        "# Router check: which questions go to the logical decomposition (issue 19)",
+        "",
+        f"Command: `python -m evaluation.route_check --data {data} --out {tmp_path / 'out'} --name rc` "
+        "(default settings: retrieval.route_exclusions=true)",
+    ]
+    assert "| maternal | 2 | 1 | 0.500 |" in md
+    assert "| negconstraint | 1 | 1 | 1.000 |" in md
+    result = json.loads((tmp_path / "out" / "rc.json").read_text(encoding="utf-8"))
+    assert result.pop("command") == md.splitlines()[2].split("`")[1]
+    assert result["maternal"]["rerouted_ids"] == ["m2"]
+    assert with_primary("false_routes", metrics(result)) == {
+        "primary_metric": "false_routes",
+        "false_routes": 1,
+        "maternal/routed_share": 0.5,
+        "negconstraint/routed_share": 1.0,
+    }
+    assert main(["--data", str(tmp_path / "empty"), "--out", str(tmp_path / "out2")]) == 2
+    assert not (tmp_path / "out2").exists()
+
+
+def test_benchmark_scripts_keep_their_flags() -> None:
+    from evaluation.bench_logical import RUNNERS, parser
+
+    args = parser().parse_args(["negconstraint", "--split", "train", "--limit", "5", "--variants", "logical"])
+    assert (args.name, args.out, args.split, args.limit, args.variants) == (
+        "logical-negconstraint",
+        None,
+        "train",
+        5,
+        ["logical"],
+    )
+    assert parser().parse_args(["synthetic", "--per-template", "3", "--name", "s"]).per_template == 3
+    assert parser().parse_args(["orlog"]).pipelines == ["naive", "logical", "logical-prob", "logical-orlog"]
+    assert {cmd: primary for cmd, (_, primary) in RUNNERS.items()} == {
+        "negconstraint": "Success@1",
+        "select": "Success@1",
+        "synthetic": "nDCG@10",
+        "routing": "identical_top3_share",
+        "orlog": "nDCG@10",
+    }

@@ -53,13 +53,12 @@ from evaluation.redteam.scoring import (
     uncertified_sentences,
     uncertified_urls,
 )
-from evaluation.report import add_output_args, command_line, output_target, results_dir
+from evaluation.report import add_output_args, command_line, output_target
 
 __all__ = [
     "DEMO_CARDS",
     "PROJECT_ROOT",
     "QUESTIONS",
-    "RESULTS_DIR",
     "STATUSES",
     "certified_corpus",
     "chatbot_bin",
@@ -80,7 +79,6 @@ __all__ = [
 ]
 
 PROG = "python -m evaluation.redteam"
-RESULTS_DIR = results_dir()
 PRIMARY = "uncertified_url_share"  # must be 0: a reply linking outside the certified corpus
 
 

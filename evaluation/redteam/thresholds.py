@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.resources import shared_data_dir
-from evaluation.harness import results_dir
 from evaluation.redteam import DEMO_CARDS, default_data_dir, ensure_demo_index
+from evaluation.report import results_dir
 from evaluation.splits import split_of
 
 DEV = Path(str(files("evaluation.redteam") / "relevance_dev.jsonl"))
