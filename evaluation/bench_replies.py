@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.evaluator import Benchmark
 from evaluation.harness import apply_overrides, command_line
-from evaluation.report import results_dir
+from evaluation.report import Report, output_target
 
 DEFAULT_CARDS = demo_cards()
 QUESTION_TYPES = ("how_much", "how_long", "when", "yes_no", "why", "what_to_do")
@@ -229,13 +230,26 @@ def _cell(text: Any, limit: int = 220) -> str:
 
 def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str) -> Path:
     """``replies-NAME.md`` (summary tables and per-question rows) and ``replies-NAME.json``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    return render(result, name, command).write(out_dir)
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: key-fact recall over every question; the opening and first-link rates beside it."""
+    s = result["summary"]["all"]
+    return {
+        "key_fact_recall": s["key_fact_recall"],
+        "opens_with_key_fact": s["opens_with_key_fact"],
+        "all_key_facts": s["all_key_facts"],
+        "first_link_is_card": s["first_link_is_card"],
+        "refused": s["refused"],
+    }
+
+
+def render(result: dict[str, Any], name: str, command: str) -> Report:
+    """The report: summary tables by language and question type, one row per question; the per-query rows
+    in the shape ``evaluation.compare_runs`` reads (REPORT:replies) for paired tests between runs."""
     s = result["summary"]
     lines = [
-        f"# Reply benchmark: {name}",
-        "",
-        f"Command: `{command}`",
-        "",
         f"Reply set: `{result['data']}` ({s['all']['n']} questions); settings: "
         f"compose.mode={result['settings']['compose_mode']}, compose.answer_scorer="
         f"{result['settings'].get('answer_scorer')}, embedder {result['settings']['embedding_model']}, "
@@ -263,9 +277,6 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
             f"{r['first_link_doc']}{'' if r['first_link_ok'] else ' ✗'} | {_cell('; '.join(r['missing']))} | "
             f"{answer} | {_cell(r['reply'], 300)} |"
         )
-    report = out_dir / f"replies-{name}.md"
-    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # per question, in the shape evaluation.compare_runs reads (REPORT:replies), for paired tests between runs
     per_query = [
         {
             "query_id": r["id"],
@@ -279,13 +290,16 @@ def write_report(result: dict[str, Any], out_dir: Path, name: str, command: str)
         }
         for r in result["rows"]
     ]
-    (out_dir / f"replies-{name}.per_query.jsonl").write_text(
-        "".join(json.dumps(row) + "\n" for row in per_query), encoding="utf-8"
+    return Report(
+        name=f"replies-{name}",
+        title=f"Reply benchmark: {name}",
+        command=command,
+        body=lines,
+        summary=result,
+        rows=per_query,
+        json_suffix=".json",
+        json_indent=1,
     )
-    (out_dir / f"replies-{name}.json").write_text(
-        json.dumps({**result, "command": command}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    return report
 
 
 def _cpu() -> str:
@@ -318,21 +332,29 @@ def main_replies(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    start = time.perf_counter()
-    answer(items[0].question, services)  # warm-up: models load once per process, not inside question one
-    result = run_replies(items, lambda q: answer(q, services), log=log)
-    result["data"] = str(args.data)
-    result["seconds"] = round(time.perf_counter() - start, 1)
-    result["settings"] = {
-        "compose_mode": settings.compose.mode,
-        "answer_scorer": getattr(settings.compose, "answer_scorer", None),
-        "embedding_model": settings.embedding.model,
-        "pipeline": settings.retrieval.pipeline,
-        "overrides": overrides,
-        "cpu": _cpu(),
-    }
     name = args.name or args.data.stem
-    report = write_report(result, args.out or results_dir(), name, command_line())
+    out_dir, name = output_target(args.out, name)
+
+    def run() -> dict[str, Any]:
+        start = time.perf_counter()
+        answer(items[0].question, services)  # warm-up: models load once per process, not inside question one
+        result = run_replies(items, lambda q: answer(q, services), log=log)
+        result["data"] = str(args.data)
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        result["settings"] = {
+            "compose_mode": settings.compose.mode,
+            "answer_scorer": getattr(settings.compose, "answer_scorer", None),
+            "embedding_model": settings.embedding.model,
+            "pipeline": settings.retrieval.pipeline,
+            "overrides": overrides,
+            "cpu": _cpu(),
+        }
+        return result
+
+    bench = Benchmark(f"replies-{name}", "key_fact_recall", run, metrics, lambda r: render(r, name, command_line()))
+    bench(out_dir)
+    result, report = bench.result, bench.path
+    assert result is not None and report is not None
     if args.json:
         print(json.dumps(result["summary"]))
     else:
