@@ -9,7 +9,7 @@ Per ``DATA:SPLIT:EMBEDDER[:LIMIT]`` set: the bi-encoder's top 50 from the harnes
 harness's document-level metrics: the first stage alone, the cross-encoder alone, reciprocal rank fusion
 1/(k+r1)+1/(k+r2) for k in 10/30/60 (``chatbot.stages.rerank.rrf_scores``, what ``rerank.rrf_k`` runs), a
 linear mix a·ce + (1−a)·minmax(dense) and z-scored sums. Paired Wilcoxon tests: first stage → cross-encoder
-and → rrf60. Writes ``evaluation/results/rerank-fusion.json`` (+ .md); ids and numbers only.
+and → rrf60. Writes ``evaluation/results/rerank-fusion.md`` (+ .json); ids and numbers only.
 The cross-encoder was trained on the train splits (chatbot/training/reranker.py): choose on train, report test.
 """
 
@@ -27,8 +27,11 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics  # noqa: E402
-from evaluation.report import results_dir  # noqa: E402
+from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
+
+PROG = "python -m evaluation.bench_rerank_fusion"
 
 DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
@@ -104,11 +107,25 @@ def run_set(spec: str, reranker, log) -> dict[str, Any]:
 
 
 def write_markdown(results: list[dict[str, Any]], command: str, path: Path) -> None:
+    """The Markdown report alone, at ``path``."""
+    path.write_text(render(results, command, path.stem).markdown(), encoding="utf-8")
+
+
+def metrics(results: list[dict[str, Any]]) -> dict[str, float]:
+    """Primary: rrf60's nDCG@10 (what ``rerank.rrf_k`` runs), averaged over the sets; every ordering per set."""
+    return {
+        "rrf60/nDCG@10": float(np.mean([res["aggregate"]["rrf60"]["nDCG@10"] for res in results])),
+        **{
+            f"{res['set']}/{label}/nDCG@10": agg["nDCG@10"]
+            for res in results
+            for label, agg in res["aggregate"].items()
+        },
+    }
+
+
+def render(results: list[dict[str, Any]], command: str, name: str = "rerank-fusion") -> Report:
+    """Per set: every ordering's metrics and the paired tests; the JSON holds every set with per-query nDCG@10."""
     lines = [
-        "# Fusing the first stage's order with the cross-encoder's",
-        "",
-        f"Command: `{command}`",
-        "",
         "Shipped cross-encoder, int8 ONNX, max_length 256, all 50 candidates; document-level metrics of the "
         "harness. rrfK: 1/(K + first-stage rank) + 1/(K + cross-encoder rank); `rerank.rrf_k` (default 60).",
     ]
@@ -119,15 +136,23 @@ def write_markdown(results: list[dict[str, Any]], command: str, path: Path) -> N
             lines.append(f"| {label} | " + " | ".join(f"{agg[m]:.3f}" for m in METRICS) + " |")
         lines += ["", "| paired (two-sided) | mean diff | p (Wilcoxon) |", "|---|---|---|"]
         lines += [f"| {k} | {v['mean_diff']:+.4f} | {v['p_wilcoxon']:.4f} |" for k, v in res["paired"].items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Report(
+        name=name,
+        title="Fusing the first stage's order with the cross-encoder's",
+        command=command,
+        body=lines,
+        summary={"command": command, "sets": results},
+        json_suffix=".json",
+        json_indent=1,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="sets", action="append", required=True, help="DATA:SPLIT:EMBEDDER[:LIMIT]")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=results_dir() / "rerank-fusion.json")
-    parser.add_argument("--write-md", action="store_true", help="also write the .md next to --out")
+    add_output_args(parser, "rerank-fusion")
+    parser.add_argument("--write-md", action="store_true", help="kept for older commands: the .md is always written")
     args = parser.parse_args(argv)
     if not DATA.is_dir():
         print(f"no judged data in {DATA}", file=sys.stderr)
@@ -140,15 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    results = [run_set(spec, reranker, log) for spec in args.sets]
-    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    command = "python -m evaluation.bench_rerank_fusion " + " ".join(f"--set {s}" for s in args.sets)
-    if args.write_md:
-        write_markdown(results, command, args.out.with_suffix(".md"))
-    for res in results:
+    out_dir, name = output_target(args.out, args.name)
+    command = command_line(PROG, argv)
+    bench = Benchmark(
+        name,
+        "rrf60/nDCG@10",
+        lambda: [run_set(spec, reranker, log) for spec in args.sets],
+        metrics,
+        lambda r: render(r, command, name),
+    )
+    bench(out_dir)
+    for res in bench.result or []:
         print(res["set"], json.dumps({k: v["nDCG@10"] for k, v in res["aggregate"].items()}))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

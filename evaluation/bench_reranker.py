@@ -12,7 +12,7 @@ load-proof number on a shared machine (wall time there includes waiting for the 
 document-level P@3 / nDCG@10 / MRR@10 (harness metrics) and the share of questions whose top-3 documents
 equal the reference configuration's (the first one). ``--validation``: also the held-out validation queries
 of the training run (chatbot/training/reranker.py, 15% of the train split, never trained on), per group.
-Writes ``evaluation/results/reranker-bench.json`` (+ .md with ``--write-md``); ids and numbers only. The
+Writes ``evaluation/results/reranker-bench.md`` (+ .json); ids and numbers only. The
 analysis of these runs is evaluation/results/reranker-speed.md.
 """
 
@@ -32,8 +32,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
-from evaluation.report import results_dir  # noqa: E402
+from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
+
+PROG = "python -m evaluation.bench_reranker"
 
 DATA = shared_data_dir()
 DEFAULT_CONFIGS = (
@@ -176,11 +179,26 @@ def run_validation(rerankers, data_root: Path, e5: bool, threads: int, log) -> d
 
 
 def write_markdown(res: dict[str, Any], path: Path) -> None:
+    """The Markdown report alone, at ``path``."""
+    path.write_text(render(res, path.stem).markdown(), encoding="utf-8")
+
+
+def metrics(res: dict[str, Any]) -> dict[str, float]:
+    """Primary: nDCG@10 of the first configuration measured on the first set (the reference); every
+    configuration's nDCG@10 per set and wall p50 ms beside it."""
+    quality, speed = res["test"]["quality"], res["test"]["speed"]
+    first_set = next(iter(quality))
+    reference = next(c for c in quality[first_set] if c in speed)
+    return {
+        "nDCG@10": quality[first_set][reference]["nDCG@10"],
+        **{f"{s}/{c}/nDCG@10": q["nDCG@10"] for s, per in quality.items() for c, q in per.items()},
+        **{f"{c}/p50_ms": sp["p50_ms"] for c, sp in speed.items()},
+    }
+
+
+def render(res: dict[str, Any], name: str = "reranker-bench") -> Report:
+    """Per configuration: latency and quality per set, paired tests, the training run's validation groups."""
     lines = [
-        "# Cross-encoder reranker: speed and quality per configuration",
-        "",
-        f"Command: `{res['command']}`",
-        "",
         f"Model: `{res['model']}`. Threads: {res['threads']} (torch and onnxruntime intra-op). Machine: "
         f"{res['cpus']} CPUs shared with other jobs; load average {res['load_before']} before, "
         f"{res['load_after']} after. Candidates: {res['embedder']} bi-encoder top-50 from the eval index, "
@@ -231,13 +249,21 @@ def write_markdown(res: dict[str, Any], path: Path) -> None:
         for name, m in val.items():
             cells = [f"{m[f'{g}_mrr@10']:.3f}" if f"{g}_mrr@10" in m else "-" for g in groups]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Report(
+        name=name,
+        title="Cross-encoder reranker: speed and quality per configuration",
+        command=res["command"],
+        body=lines,
+        summary=res,
+        json_suffix=".json",
+        json_indent=1,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     from chatbot.settings import SHIPPED_RERANKER
 
-    parser = argparse.ArgumentParser(prog="python -m evaluation.bench_reranker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=DATA)
     parser.add_argument("--sets", nargs="+", default=["mediqa", "mediqa-it"])
     parser.add_argument("--split", choices=["all", "train", "test"], default="test")
@@ -251,9 +277,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--e5-baseline", action="store_true", help="validation: also the e5 bi-encoder order (MEDIQA groups)"
     )
-    parser.add_argument("--out", type=Path, default=results_dir() / "reranker-bench.json")
-    parser.add_argument("--write-md", action="store_true", help="also write the .md next to --out")
+    add_output_args(parser, "reranker-bench")
+    parser.add_argument("--write-md", action="store_true", help="kept for older commands: the .md is always written")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    bench = Benchmark(name, "nDCG@10", lambda: measure(args, argv), metrics, lambda r: render(r, name))
+    bench(out_dir)
+    assert bench.result is not None
+    print(json.dumps({"speed": bench.result["test"]["speed"], "quality": bench.result["test"]["quality"]}, indent=1))
+    return 0
+
+
+def measure(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
+    """Candidates per set, every configuration's latency and quality (and the validation groups)."""
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
 
     import torch
@@ -267,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.sets
     }
     res: dict[str, Any] = {
-        "command": "python -m evaluation.bench_reranker " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": command_line(PROG, argv),
         "model": str(args.model.relative_to(Path.cwd()) if args.model.is_relative_to(Path.cwd()) else args.model),
         "threads": args.threads,
         "cpus": os.cpu_count(),
@@ -279,12 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.validation:
         res["validation"] = run_validation(rerankers, args.data_root, args.e5_baseline, args.threads, log)
     res["load_after"] = round(os.getloadavg()[0], 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    if args.write_md:
-        write_markdown(res, args.out.with_suffix(".md"))
-    print(json.dumps({"speed": res["test"]["speed"], "quality": res["test"]["quality"]}, indent=1))
-    return 0
+    return res
 
 
 if __name__ == "__main__":

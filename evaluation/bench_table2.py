@@ -29,7 +29,6 @@ passage or HyDoc text).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.evaluator import Benchmark
 from evaluation.harness import (
     QUESTION_TYPES,
     apply_overrides,
@@ -48,8 +48,9 @@ from evaluation.harness import (
     query_type,
     results_dir,
 )
-from evaluation.report import results_dir
+from evaluation.report import Report, add_output_args, command_line, output_target
 
+PROG = "python -m evaluation.bench_table2"
 VARIANTS = ("question", "hyde", "naive-rag", "cot")
 LABELS = {
     "question": "Question itself (no HyDoc, baseline)",
@@ -229,13 +230,28 @@ def _ms(entry: dict[str, Any], key: str) -> str:
 
 
 def report(result: dict[str, Any], command: str, data: Path, settings, name: str) -> str:
+    """The Markdown report (``render(...).markdown()``)."""
+    return render(result, command, data, settings, name).markdown()
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float | None]:
+    """Every variant's mean cos_best and nDCG@10; primary ``cos_best``: the last variant measured (the
+    order of VARIANTS ends with the richest prompt, cot)."""
+    variants = result["summary"]["variants"]
+    last = variants[list(variants)[-1]]
+    return {
+        "cos_best": last["cos_best"]["mean"],
+        **{f"{v}/cos_best": e["cos_best"]["mean"] for v, e in variants.items()},
+        **{f"{v}/nDCG@10": e["nDCG@10"] for v, e in variants.items()},
+    }
+
+
+def render(result: dict[str, Any], command: str, data: Path, settings, name: str) -> Report:
+    """Seed Table 2 per prompt variant and per question type, failures, paired tests; the JSON holds the
+    summary and the per-query rows (cosines rounded)."""
     s = result["summary"]
     h = settings.hyde
     lines = [
-        f"# Seed Table 2: HyDoc ↔ relevant certified segment cosine ({name})",
-        "",
-        f"Command: `{command}`",
-        "",
         f"Data: `{data}`, {result['queries']} queries (types: "
         + ", ".join(f"{t} {v['queries']}" for t, v in s["by_type"].items())
         + f"). Embedder: {settings.embedding.model}; LLM: {settings.llm.model} at {settings.llm.base_url}; "
@@ -288,7 +304,18 @@ def report(result: dict[str, Any], command: str, data: Path, settings, name: str
         "Question + context + naive-RAG 0.801 (GPT-large: 0.717 / 0.806 / 0.820).",
         "",
     ]
-    return "\n".join(lines)
+    payload = {"command": command, "data": str(data), "queries": result["queries"], **result["summary"]}
+    payload["per_query"] = [
+        {k: round(v, 4) if k.startswith("cos_") else v for k, v in row.items()} for row in result["per_query"]
+    ]
+    return Report(
+        name=f"table2-{name}",
+        title=f"Seed Table 2: HyDoc ↔ relevant certified segment cosine ({name})",
+        command=command,
+        body=lines,
+        summary=payload,
+        json_suffix=".json",
+    )
 
 
 def _fmt(x: float | None, spec: str = ".4f") -> str:
@@ -306,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", action="append", dest="variants", choices=VARIANTS, help="default: all four")
     parser.add_argument("--set", action="append", default=[], metavar="GROUP.FIELD=VALUE", help="override a setting")
     parser.add_argument("--no-cache", action="store_true", help="do not use the HyDoc cache (fresh LLM calls)")
-    parser.add_argument("--name", default=None, help="report name (default: data folder name)")
-    parser.add_argument("--out", type=Path, default=results_dir())
+    add_output_args(parser, "", name_help="report name: table2-NAME.md/.json (default: data folder name)")
     args = parser.parse_args(argv)
 
     from chatbot.index import corpus_key
@@ -325,25 +351,25 @@ def main(argv: list[str] | None = None) -> int:
     services = Services(settings, collection=f"eval-{key}")
     variants = [v for v in VARIANTS if v in (args.variants or VARIANTS)]
     log = lambda *a: print(*a, file=sys.stderr)  # noqa: E731
+    out_dir, name = output_target(args.out, args.name or args.data.name)
+    command = command_line(PROG, argv)
+    bench = Benchmark(
+        f"table2-{name}",
+        "cos_best",
+        lambda: measure(services, args.data, variants, args.limit, args.split, args.only_type, log=log),
+        metrics,
+        lambda r: render(r, command, args.data, settings, name),
+    )
     try:
-        result = measure(services, args.data, variants, args.limit, args.split, args.only_type, log=log)
+        bench(out_dir)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         if "llm" in services.__dict__:
             services.llm.close()
-    name = args.name or args.data.name
-    command = ".venv/bin/python -m evaluation.bench_table2 " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = report(result, command, args.data, settings, name)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"table2-{name}.md").write_text(text, encoding="utf-8")
-    payload = {"command": command, "data": str(args.data), "queries": result["queries"], **result["summary"]}
-    payload["per_query"] = [
-        {k: round(v, 4) if k.startswith("cos_") else v for k, v in row.items()} for row in result["per_query"]
-    ]
-    (args.out / f"table2-{name}.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
-    print(text)
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
     return 0
 
 
