@@ -15,24 +15,40 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged  # noqa: E402
-from evaluation.report import results_dir  # noqa: E402
+from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
+
+PROG = "python -m evaluation.bench_embedders"
 
 DATA = shared_data_dir()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=DATA)
     parser.add_argument("--limit", type=int, default=60, help="first N judged queries")
     parser.add_argument("--models", nargs="+", default=["minilm", "use", "e5"])
     parser.add_argument("--threads", type=int, default=1)
+    add_output_args(parser, "embedders")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    command = command_line(PROG, argv)
+    bench = Benchmark(name, "en_nDCG@10", lambda: measure(args), metrics, lambda r: render(r, command, name))
+    bench(out_dir)
+    assert bench.path is not None
+    print(bench.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Each encoder on the same qrels pool: indexing speed, query time, retrieval per language."""
 
     from chatbot.embedders import load_embedder
     from corpus.importers import read_beir_corpus
@@ -73,28 +89,47 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
 
-    cmd = "python -m evaluation.bench_embedders " + " ".join(argv if argv is not None else sys.argv[1:])
+    return {
+        "queries": len(en.queries),
+        "documents": len(docs),
+        "segments": len(segments),
+        "threads": args.threads,
+        "rows": rows,
+    }
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Primary: the first encoder's English nDCG@10; every encoder's nDCG@10 per language."""
+    rows = result["rows"]
+    return {
+        "en_nDCG@10": rows[0]["en_nDCG@10"],
+        **{f"{r['model']}/{lang}_nDCG@10": r[f"{lang}_nDCG@10"] for r in rows for lang in ("en", "it")},
+    }
+
+
+def render(result: dict[str, Any], command: str, name: str = "embedders") -> Report:
+    """One row per encoder: retrieval per language, indexing and query speed."""
     lines = [
-        "# Bi-encoders on MEDIQA (English questions) and MEDIQA-IT (Italian questions, English answers)",
-        "",
-        f"Command: `{cmd.strip()}`",
-        "",
-        f"{len(en.queries)} judged queries; corpus = their qrels pool: {len(docs)} answers, {len(segments)} segments "
-        f"(product segmenter); exact cosine search, document-level ranking; {args.threads} thread(s).",
+        f"{result['queries']} judged queries; corpus = their qrels pool: {result['documents']} answers, "
+        f"{result['segments']} segments (product segmenter); exact cosine search, document-level ranking; "
+        f"{result['threads']} thread(s).",
         "",
         "| model | EN nDCG@10 | EN P@3 | EN MRR@10 | IT nDCG@10 | IT P@3 | IT MRR@10 | index seg/s | query ms |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in result["rows"]:
         lines.append(
             f"| {r['name']} | {r['en_nDCG@10']:.4f} | {r['en_P@3']:.4f} | {r['en_MRR@10']:.4f} | "
             f"{r['it_nDCG@10']:.4f} | {r['it_P@3']:.4f} | {r['it_MRR@10']:.4f} | "
             f"{r['segments_per_s']} | {r['en_query_ms']} |"
         )
-    out = results_dir() / "embedders.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return Report(
+        name=name,
+        title="Bi-encoders on MEDIQA (English questions) and MEDIQA-IT (Italian questions, English answers)",
+        command=command,
+        body=lines,
+        summary={"command": command, **result},
+    )
 
 
 if __name__ == "__main__":
