@@ -19,8 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from evaluation.evaluator import Benchmark
 from evaluation.harness import ensure_index, load_judged, percentile
-from evaluation.report import results_dir
+from evaluation.report import Report, add_output_args, command_line, output_target
+
+PROG = "python -m evaluation.bench_hyde"
 
 FAKE_PASSAGE = (
     "Anaemia in pregnancy is common and usually caused by low iron. It can make you feel tired and short of "
@@ -132,11 +135,27 @@ def _llm_summary(calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def report(results: dict[str, dict[str, Any]], command: str, data: Path, n: int) -> str:
+    """The Markdown report (``render(...).markdown()``)."""
+    return render(results, command, data, n).markdown()
+
+
+def metrics(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Every pipeline's total p50 ms per LLM mode; primary ``total_p50_ms``: the last pipeline of the first
+    mode (the defaults end with cot)."""
+    first = next(iter(results.values()))
+    return {
+        "total_p50_ms": first[list(first)[-1]]["stages"]["total"]["p50"],
+        **{
+            f"{mode}/{pipe}/total_p50_ms": r["stages"]["total"]["p50"]
+            for mode, per in results.items()
+            for pipe, r in per.items()
+        },
+    }
+
+
+def render(results: dict[str, dict[str, Any]], command: str, data: Path, n: int, name: str = "hyde-latency") -> Report:
+    """Per LLM mode: every stage's p50/p95 per pipeline, the warm-up, LLM token rates and fallbacks."""
     lines = [
-        "# HyDE / CoT latency",
-        "",
-        f"Command: `{command}`",
-        "",
         f"Data: `{data}` (first {n} judged queries; the first is a warm-up, excluded). HyDoc cache off. "
         "Times in ms, p50 / p95 over the remaining queries. Machine: 2 cores shared with other jobs.",
         "",
@@ -155,16 +174,23 @@ def report(results: dict[str, dict[str, Any]], command: str, data: Path, n: int)
         warm = " | ".join(f"{r['warmup_ms']:.0f}" for r in per_pipe.values())
         lines.append(f"| warm-up (1st question) | {warm} |")
         lines.append("")
-        for name, r in per_pipe.items():
+        for pipe, r in per_pipe.items():
             extra = []
             if r["llm"]:
                 extra.append("LLM " + ", ".join(f"{k} {v}" for k, v in r["llm"].items()))
             if r["fallbacks"] or r["warmup_fallback"]:
                 extra.append(f"fallbacks {r['fallbacks']} (warm-up: {r['warmup_fallback']})")
             if extra:
-                lines.append(f"- {name}: " + "; ".join(extra))
+                lines.append(f"- {pipe}: " + "; ".join(extra))
         lines.append("")
-    return "\n".join(lines)
+    return Report(
+        name=name,
+        title="HyDE / CoT latency",
+        command=command,
+        body=lines,
+        summary={"command": command, "data": str(data), "queries": n, "modes": results},
+        json_suffix=".json",
+    )
 
 
 _ORDER = ["cache", "llm_prestart", "pre_retrieve", "retrieve", "llm", "encode", "search", "rerank", "total"]
@@ -177,13 +203,32 @@ def _stage_order(stage: str) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--queries", type=int, default=20, help="first N judged queries (1 warm-up + N-1)")
     parser.add_argument("--pipeline", action="append", dest="pipelines", help="default naive, hyde, cot")
     parser.add_argument("--llm", action="append", dest="modes", choices=["fake", "real"], help="default fake")
-    parser.add_argument("--out", type=Path, default=results_dir() / "hyde-latency.md")
+    add_output_args(parser, "hyde-latency")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    command = command_line(PROG, argv)
+    evaluator = Benchmark(
+        name,
+        "total_p50_ms",
+        lambda: measure(args),
+        lambda r: metrics(r["modes"]),
+        lambda r: render(r["modes"], command, args.data, r["queries"], name),
+    )
+    evaluator(out_dir)
+    assert evaluator.path is not None
+    print(evaluator.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Each LLM mode (fake: an instant endpoint; real: llm.base_url), every pipeline over the questions."""
 
     from chatbot.index import corpus_key
     from chatbot.pipeline import Services
@@ -209,13 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                 fake.close()
             if "llm" in services.__dict__:
                 services.llm.close()
-    command = ".venv/bin/python -m evaluation.bench_hyde " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = report(results, command, args.data, len(questions))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(text)
-    return 0
+    return {"modes": results, "queries": len(questions)}
 
 
 if __name__ == "__main__":
