@@ -16,7 +16,6 @@ AMX the ``native`` build with repack on is expected to crash. Writes ``llm-runti
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -28,8 +27,11 @@ from chatbot import llm_runtime
 from chatbot.llm import LLMClient
 from chatbot.llm_server import EmbeddedServer, LLMUnavailable
 from chatbot.settings import load_settings
-from evaluation.harness import command_line
-from evaluation.report import results_dir
+from evaluation.evaluator import Benchmark
+from evaluation.report import Report, add_output_args, output_target
+from evaluation.report import command_line as report_command_line
+
+PROG = "python -m evaluation.bench_llm_runtime"
 
 DEFAULT_CONFIGS = "native-noamx:off,native-noamx:on,native:off,native:on,portable:off,portable:on"
 PROMPT = (
@@ -71,14 +73,25 @@ def start(variant: str, repack: bool, port: int, threads: int, data_dir: Path) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", default=DEFAULT_CONFIGS)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--port", type=int, default=18800, help="first port; one per configuration")
-    parser.add_argument("--out", type=Path, default=results_dir())
+    add_output_args(parser, "llm-runtime")
     args = parser.parse_args(argv)
+    out_dir, name = output_target(args.out, args.name)
+    command = report_command_line(PROG, argv)
+    evaluator = Benchmark(name, "gen_tps", lambda: measure(args), metrics, lambda r: render(r, command, name))
+    evaluator(out_dir)
+    assert evaluator.path is not None
+    print(evaluator.path.read_text(encoding="utf-8"))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Start one llama-server per configuration, time the same prompt round-robin; medians per configuration."""
     configs = parse_configs(args.configs)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-llm-"))
     clients: dict[str, LLMClient] = {}
@@ -114,36 +127,54 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for client in clients.values():
             client.close()
-    write(results, args, configs)
-    return 0
-
-
-def write(results: dict[str, dict[str, Any]], args: argparse.Namespace, configs) -> None:
+    for r in results.values():
+        if r.get("prompt_tps"):
+            r.update(
+                prompt_median=round(statistics.median(r["prompt_tps"]), 1),
+                gen_median=round(statistics.median(r["gen_tps"]), 1),
+            )
     flags = llm_runtime.cpu_flags()
-    cpu = " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if f in flags)
-    model = Path(load_settings().llm.model_path).name
+    return {
+        "cpu_flags": " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if f in flags),
+        "machine": platform.machine(),
+        "model": Path(load_settings().llm.model_path).name,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "max_tokens": args.max_tokens,
+        "results": results,
+    }
+
+
+def metrics(result: dict[str, Any]) -> dict[str, float | None]:
+    """Primary: generation tokens/s of the first configuration that ran; every configuration's medians."""
+    ran = {n: r for n, r in result["results"].items() if r.get("prompt_tps")}
+    first = next(iter(ran.values()), {})
+    return {
+        "gen_tps": first.get("gen_median"),
+        **{f"{n}/gen_tps": r["gen_median"] for n, r in ran.items()},
+        **{f"{n}/prompt_tps": r["prompt_median"] for n, r in ran.items()},
+    }
+
+
+def render(result: dict[str, Any], command: str, name: str = "llm-runtime") -> Report:
+    """Tokens/s per configuration (prompt and generation medians, ratios to the first row, errors)."""
+    results, cpu = result["results"], result["cpu_flags"]
     rows, first = [], None
-    for name, r in results.items():
+    for config, r in results.items():
         if r.get("prompt_tps"):
             p, g = statistics.median(r["prompt_tps"]), statistics.median(r["gen_tps"])
             first = first or (p, g)
-            r.update(prompt_median=round(p, 1), gen_median=round(g, 1))
             rows.append(
-                f"| {name} | {p:.1f} | {g:.1f} | {p / first[0]:.2f}x | {g / first[1]:.2f}x | {len(r['prompt_tps'])} | "
-                f"{r.get('error', '')[:120]} |"
+                f"| {config} | {p:.1f} | {g:.1f} | {p / first[0]:.2f}x | {g / first[1]:.2f}x | "
+                f"{len(r['prompt_tps'])} | {r.get('error', '')[:120]} |"
             )
         else:
-            rows.append(f"| {name} | — | — | — | — | 0 | {r.get('error', '')[:300]} |")
-    command = command_line().replace("chatbot ", "python -m evaluation.bench_llm_runtime ", 1)
+            rows.append(f"| {config} | — | — | — | — | 0 | {r.get('error', '')[:300]} |")
     lines = [
-        "# llama-server build variants: tokens/s (issue 12)",
-        "",
-        f"Command: `{command}`",
-        "",
-        f"CPU flags of this machine (`grep -o 'avx512f\\|amx_tile' /proc/cpuinfo`): {cpu}; {platform.machine()}; "
-        f"model {model}; {args.threads} thread(s); {args.rounds} rounds round-robin; prompt "
+        f"CPU flags of this machine (`grep -o 'avx512f\\|amx_tile' /proc/cpuinfo`): {cpu}; {result['machine']}; "
+        f"model {result['model']}; {result['threads']} thread(s); {result['rounds']} rounds round-robin; prompt "
         f"{next((int(r['prompt_n']) for r in results.values() if r.get('prompt_n')), '?')} tokens, "
-        f"{args.max_tokens} generated, prompt cache off. Medians over rounds; ratios to the first row. The "
+        f"{result['max_tokens']} generated, prompt cache off. Medians over rounds; ratios to the first row. The "
         "machine is shared with other jobs (2 cores): absolute numbers are noisy, ratios are taken side by side.",
         "",
         "| configuration | prompt tok/s | generation tok/s | prompt ratio | generation ratio | rounds | error |",
@@ -151,11 +182,14 @@ def write(results: dict[str, dict[str, Any]], args: argparse.Namespace, configs)
         *rows,
         "",
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "llm-runtime.md").write_text("\n".join(lines), encoding="utf-8")
-    payload = {"command": command, "cpu_flags": cpu, "threads": args.threads, "rounds": args.rounds, "results": results}
-    (args.out / "llm-runtime.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    return Report(
+        name=name,
+        title="llama-server build variants: tokens/s (issue 12)",
+        command=command,
+        body=lines,
+        summary={"command": command, **result},
+        json_suffix=".json",
+    )
 
 
 if __name__ == "__main__":
