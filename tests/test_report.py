@@ -165,3 +165,34 @@ def test_redflags_report_rerendered_from_its_committed_json_is_unchanged() -> No
 
     data = json.loads((RESULTS / "redflags-heldout.json").read_text(encoding="utf-8"))
     assert markdown(data) == (RESULTS / "redflags-heldout.md").read_text(encoding="utf-8")
+
+
+def _command_of(markdown: str) -> str:
+    return markdown.splitlines()[2].split("`")[1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["reranker-bench", "redteam-thresholds-e5", "redteam-thresholds-crossencoder", "replies-dev-cues"],
+)
+def test_committed_reports_rerendered_from_their_json_are_unchanged(name: str) -> None:
+    """The shared writer keeps the reports' headings and tables: re-rendering a committed result gives the
+    committed Markdown byte for byte."""
+    old = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
+    data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    if name == "reranker-bench":
+        from evaluation.bench_reranker import render
+
+        report = render(data, name)
+    elif name.startswith("redteam-thresholds-"):
+        from evaluation.redteam.threshold_reports import render, render_cross_encoder
+
+        kind = name.removeprefix("redteam-thresholds-")
+        command = _command_of(old)
+        report = render_cross_encoder(data, command) if kind == "crossencoder" else render(data, command, kind)
+    else:
+        from evaluation.bench_replies import render
+
+        report = render(data, name.removeprefix("replies-"), data.pop("command"))
+    assert report.name == name
+    assert report.markdown() == old
