@@ -34,9 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Benchmark(
         name, f"recall@{args.k}", lambda: measure(args), metrics, lambda r: render(r, command_line(PROG, argv), name)
     )
-    bench(out_dir)
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
+    bench.run_and_print(out_dir)
     return 0
 
 

@@ -41,9 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir, name = output_target(args.out, args.name)
     command = command_line(PROG, argv)
     bench = Benchmark(name, "en_nDCG@10", lambda: measure(args), metrics, lambda r: render(r, command, name))
-    bench(out_dir)
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
+    bench.run_and_print(out_dir)
     return 0
 
 

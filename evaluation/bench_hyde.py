@@ -221,9 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda r: metrics(r["modes"]),
         lambda r: render(r["modes"], command, args.data, r["queries"], name),
     )
-    evaluator(out_dir)
-    assert evaluator.path is not None
-    print(evaluator.path.read_text(encoding="utf-8"))
+    evaluator.run_and_print(out_dir)
     return 0
 
 

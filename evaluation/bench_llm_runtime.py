@@ -84,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir, name = output_target(args.out, args.name)
     command = report_command_line(PROG, argv)
     evaluator = Benchmark(name, "gen_tps", lambda: measure(args), metrics, lambda r: render(r, command, name))
-    evaluator(out_dir)
-    assert evaluator.path is not None
-    print(evaluator.path.read_text(encoding="utf-8"))
+    evaluator.run_and_print(out_dir)
     return 0
 
 

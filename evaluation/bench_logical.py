@@ -116,9 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     runner, primary = RUNNERS[args.cmd]
     command = command_line(PROG, argv)
     bench: Benchmark[Any] = Benchmark(args.name, primary, lambda: runner(args, command), lambda r: r[0], lambda r: r[1])
-    bench(out_dir)
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
+    bench.run_and_print(out_dir)
     return 0
 
 

@@ -106,11 +106,6 @@ def run_set(spec: str, reranker, log) -> dict[str, Any]:
     }
 
 
-def write_markdown(results: list[dict[str, Any]], command: str, path: Path) -> None:
-    """The Markdown report alone, at ``path``."""
-    path.write_text(render(results, command, path.stem).markdown(), encoding="utf-8")
-
-
 def metrics(results: list[dict[str, Any]]) -> dict[str, float]:
     """Primary: rrf60's nDCG@10 (what ``rerank.rrf_k`` runs), averaged over the sets; every ordering per set."""
     return {

@@ -178,11 +178,6 @@ def run_validation(rerankers, data_root: Path, e5: bool, threads: int, log) -> d
     return out
 
 
-def write_markdown(res: dict[str, Any], path: Path) -> None:
-    """The Markdown report alone, at ``path``."""
-    path.write_text(render(res, path.stem).markdown(), encoding="utf-8")
-
-
 def metrics(res: dict[str, Any]) -> dict[str, float]:
     """Primary: nDCG@10 of the first configuration measured on the first set (the reference); every
     configuration's nDCG@10 per set and wall p50 ms beside it."""

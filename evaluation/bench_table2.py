@@ -361,15 +361,13 @@ def main(argv: list[str] | None = None) -> int:
         lambda r: render(r, command, args.data, settings, name),
     )
     try:
-        bench(out_dir)
+        bench.run_and_print(out_dir)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         if "llm" in services.__dict__:
             services.llm.close()
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
     return 0
 
 

@@ -72,3 +72,10 @@ class Benchmark(Generic[R]):
         if out_dir is not None:
             self.path = self.report(result).write(out_dir)
         return metrics
+
+    def run_and_print(self, out_dir: Path) -> dict[str, Any]:
+        """What a benchmark script does: run, write the report under ``out_dir``, print its Markdown."""
+        metrics = self(out_dir)
+        assert self.path is not None
+        print(self.path.read_text(encoding="utf-8"))
+        return metrics

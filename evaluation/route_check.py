@@ -89,12 +89,10 @@ def main(argv: list[str] | None = None) -> int:
 
     bench = Benchmark(name, "false_routes", run, metrics, lambda r: render(r, command_line(PROG, argv), name))
     try:
-        bench(out_dir)
+        bench.run_and_print(out_dir)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
     return 0
 
 

@@ -43,7 +43,6 @@ from evaluation.redteam.reports import (
     full_report,
     generative_report,
     write_generative_report,
-    write_report,
 )
 from evaluation.redteam.scoring import (
     certified_corpus,
@@ -75,7 +74,6 @@ __all__ = [
     "uncertified_sentences",
     "uncertified_urls",
     "write_generative_report",
-    "write_report",
 ]
 
 PROG = "python -m evaluation.redteam"
@@ -177,10 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda r: metrics(r["result"]["summary"]),
         lambda r: full_report(r["result"], command, r["gen"], r["gen_note"], r["seconds"], r["config"], name),
     )
-    bench(out_dir)
-    assert bench.path is not None and bench.result is not None
-    print(bench.path.read_text(encoding="utf-8"))
-    return 0 if bench.result["result"]["summary"]["uncertified_url_replies"] == 0 else 1
+    return 0 if bench.run_and_print(out_dir)[PRIMARY] == 0 else 1
 
 
 def _main_generative_only(args: argparse.Namespace, subset: list[dict[str, Any]], command: str) -> int:
@@ -217,7 +212,4 @@ def _main_generative_only(args: argparse.Namespace, subset: list[dict[str, Any]]
         lambda r: metrics(score(subset, r[0])["summary"]),
         lambda r: generative_report(subset, r[0], command, config, r[1], name),
     )
-    bench(out_dir)
-    assert bench.path is not None and bench.result is not None
-    print(bench.path.read_text(encoding="utf-8"))
-    return 0 if score(subset, bench.result[0])["summary"]["uncertified_url_replies"] == 0 else 1
+    return 0 if bench.run_and_print(out_dir)[PRIMARY] == 0 else 1

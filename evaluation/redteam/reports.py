@@ -21,20 +21,6 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def write_report(
-    result: dict[str, Any],
-    out_dir: Path,
-    command: str,
-    gen: dict[str, Any] | None,
-    gen_note: str,
-    seconds: float,
-    config: str = "",
-    name: str = "redteam",
-) -> Path:
-    """``<name>.md`` (+ ``.per_item.jsonl``, ``.summary.json``) for the full (extractive) run."""
-    return full_report(result, command, gen, gen_note, seconds, config, name).write(out_dir)
-
-
 def full_report(
     result: dict[str, Any],
     command: str,

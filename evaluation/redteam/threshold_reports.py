@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from evaluation.report import Report
@@ -64,11 +63,6 @@ def _misses_lines(rel: dict[str, Any], key: str, score: str, at: str) -> list[st
 def _f(v: Any) -> str:
     """A number for the tables: ``n/a`` for None, three decimals for a float."""
     return "n/a" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
-def write_report(res: dict[str, Any], out_dir: Path, command: str, kind: str = "minilm") -> Path:
-    """``redteam-thresholds-KIND.md`` and ``.json`` for a bi-encoder run."""
-    return render(res, command, kind).write(out_dir)
 
 
 def render(res: dict[str, Any], command: str, kind: str = "minilm") -> Report:
@@ -142,11 +136,6 @@ def render(res: dict[str, Any], command: str, kind: str = "minilm") -> Report:
         json_suffix=".json",
         json_indent=1,
     )
-
-
-def write_cross_encoder_report(res: dict[str, Any], out_dir: Path, command: str) -> Path:
-    """``redteam-thresholds-crossencoder.md`` and ``.json``."""
-    return render_cross_encoder(res, command).write(out_dir)
 
 
 def render_cross_encoder(res: dict[str, Any], command: str) -> Report:

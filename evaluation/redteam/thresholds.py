@@ -46,8 +46,6 @@ from evaluation.redteam.support import measure_support, support_pairs
 from evaluation.redteam.threshold_reports import (
     render,
     render_cross_encoder,
-    write_cross_encoder_report,
-    write_report,
 )
 from evaluation.report import command_line, output_target
 
@@ -65,8 +63,6 @@ __all__ = [
     "metrics",
     "relevance_scores",
     "support_pairs",
-    "write_cross_encoder_report",
-    "write_report",
 ]
 
 PROG = "python -m evaluation.redteam.thresholds"
@@ -120,9 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda r: render(r, command, kind),
         )
     ensure_demo_index(args.data_dir, log)
-    bench(out_dir)
-    assert bench.path is not None
-    print(bench.path.read_text(encoding="utf-8"))
+    bench.run_and_print(out_dir)
     return 0
 
 
