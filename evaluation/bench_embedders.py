@@ -21,6 +21,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged  # noqa: E402
 from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402

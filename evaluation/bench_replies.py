@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from chatbot.resources import demo_cards
 from evaluation.evaluator import Benchmark
 from evaluation.harness import apply_overrides, command_line
 from evaluation.report import Report, output_target

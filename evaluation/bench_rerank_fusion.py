@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics  # noqa: E402
 from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402

@@ -32,6 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
 from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402

@@ -46,7 +46,6 @@ from evaluation.harness import (
     paired_tests,
     percentile,
     query_type,
-    results_dir,
 )
 from evaluation.report import Report, add_output_args, command_line, output_target
 

@@ -57,13 +57,6 @@ class Judged:
     query_meta: dict[str, dict[str, Any]]
 
 
-def results_dir() -> Path:
-    """Where reports go: the ``paths.results_dir`` setting (evaluation/results in a source checkout)."""
-    from chatbot.settings import load_settings
-
-    return load_settings().paths.results_dir
-
-
 def load_judged(data: Path, limit: int | None = None, split: str = "all") -> Judged:
     """Queries that have at least one relevant document, in file order, optionally split and cut."""
     for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv"):

@@ -250,7 +250,6 @@ def main_report(args: argparse.Namespace) -> int:
     from chatbot.settings import load_settings
     from chatbot.store.db import open_store
     from chatbot.store.evals import session_id_by_name, session_ratings
-    from evaluation.report import results_dir
 
     settings = load_settings()
     store = open_store(settings)
@@ -260,7 +259,7 @@ def main_report(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     data = session_ratings(store, sid)
-    out = args.out or results_dir() / f"likert-{data['session']['name']}"
+    out = args.out or settings.paths.results_dir / f"likert-{data['session']['name']}"
     report = write_report(data, Path(out))
     if args.json:
         print(json.dumps(report, ensure_ascii=False))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ PROG = "python -m evaluation.memory_threshold"
 
 DATA = {"en": "memory_paraphrases.jsonl", "it": "memory_paraphrases_it.jsonl"}
 CROSS_LINGUAL = "memory_crosslingual.jsonl"
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(str(files("evaluation") / "data"))
 
 
 def _read_pairs(path: Path) -> list[dict[str, Any]]:

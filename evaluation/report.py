@@ -31,8 +31,10 @@ FILE_SUFFIXES = (".md", ".json")
 
 
 def results_dir() -> Path:
-    """Where reports go by default (``evaluation/results`` of the project)."""
-    return Path(__file__).resolve().parent / "results"
+    """Where reports go by default: the ``paths.results_dir`` setting (evaluation/results in a source checkout)."""
+    from chatbot.settings import load_settings
+
+    return load_settings().paths.results_dir
 
 
 def command_line(prog: str, argv: Sequence[str] | None = None) -> str:

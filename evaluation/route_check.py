@@ -21,7 +21,7 @@ from chatbot.stages.route import EXCLUSION_PIPELINE, route
 from evaluation.evaluator import Benchmark
 from evaluation.report import Report, add_output_args, command_line, output_target, table
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = shared_data_dir()
 PROG = "python -m evaluation.route_check"
 SETS = ("maternal", "mediqa", "mediqa-it", "medquad", "negconstraint")
 

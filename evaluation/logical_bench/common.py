@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from chatbot.resources import shared_data_dir
+
 PROG = "python -m evaluation.bench_logical"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = shared_data_dir()
 PLACEHOLDER_URL = "https://benchmark.invalid/{name}/{{id}}"
 
 

@@ -28,7 +28,6 @@ from typing import Any
 from evaluation.evaluator import Benchmark
 from evaluation.redteam.batch import (
     DEMO_CARDS,
-    PROJECT_ROOT,
     QUESTIONS,
     STATUSES,
     chatbot_bin,
@@ -56,7 +55,6 @@ from evaluation.report import add_output_args, command_line, output_target
 
 __all__ = [
     "DEMO_CARDS",
-    "PROJECT_ROOT",
     "QUESTIONS",
     "STATUSES",
     "certified_corpus",

@@ -8,12 +8,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-QUESTIONS = Path(__file__).resolve().parent / "questions.jsonl"
-DEMO_CARDS = PROJECT_ROOT / "corpus" / "demo" / "cards"
+from chatbot.resources import demo_cards, workspace_root
+
+QUESTIONS = Path(str(files("evaluation.redteam") / "questions.jsonl"))
+DEMO_CARDS = demo_cards()
 
 
 def default_data_dir() -> Path:
@@ -63,7 +65,7 @@ def ensure_demo_index(data_dir: Path, log=print) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
-        cwd=PROJECT_ROOT,
+        cwd=workspace_root(),
     )
     if proc.returncode != 0:
         raise RuntimeError(f"chatbot ingest failed: {proc.stderr[-2000:]}")
@@ -88,7 +90,7 @@ def run_batch(
         capture_output=True,
         text=True,
         check=False,
-        cwd=PROJECT_ROOT,
+        cwd=workspace_root(),
     )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:

@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from chatbot.resources import shared_data_dir
 from evaluation.splits import split_of
 
-DEV = Path(__file__).resolve().parent / "relevance_dev.jsonl"
-SHARED = Path("/work/shared/data")
+DEV = Path(str(files("evaluation.redteam") / "relevance_dev.jsonl"))
+SHARED = shared_data_dir()
 MATERNAL_WORDS = re.compile(
     r"pregnan|baby|babies|infant|newborn|breast|birth|labou?r|fetal|foetal|gestation|matern|postpartum|"
     r"gravidanz|incinta|neonat|bambin|allatt|parto|lattant|gestazional|"
