@@ -102,13 +102,15 @@ async def patient_session(base: str, questions: list[str], deadline: float, resu
             results.append({"kind": "page", "ms": (time.perf_counter() - t0) * 1000, "ok": False, "error": repr(exc)})
         session_hash = uuid.uuid4().hex[:12]
         history: list[Any] = []
+        conv: Any = None
         for q in questions:
             t0 = time.perf_counter()
             try:
-                first = await _event(client, 0, [q, history, None], session_hash, deadline)
+                first = await _event(client, 0, [q, history, conv], session_hash, deadline)
                 t_answer = (time.perf_counter() - t0) * 1000
-                final = await _event(client, 1, [first["output"]["data"][0], None], session_hash, deadline)
-                history = final["output"]["data"][0]
+                # the conversation state is held by the page (a hidden component): it goes back with the event
+                final = await _event(client, 1, first["output"]["data"][:2], session_hash, deadline)
+                history, conv = final["output"]["data"][0], final["output"]["data"][1]
                 text = str(history[-1]["content"])
                 links = text.count("](https://")
                 ok = links == 3

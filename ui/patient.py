@@ -1,7 +1,12 @@
 """Patient chat (/): no login; streamed certified reply (a generative reply's draft is shown as it is written,
 marked as a draft, then replaced by the validated reply), 3 titled source links, urgent banner, disclaimer,
 DEMO notice, thumbs up/down stored with the turn. No trace or review data ever goes to this page. The page's
-own words follow the patient: the browser's language on load, then the language of each question."""
+own words follow the patient: the browser's language on load, then the language of each question.
+
+Stateless across replicas: the conversation's state (its id, the turn ids of the shown replies, the reply
+waiting to be shown) lives in the browser, in a hidden component sent with every event, never in the
+process; the turns and votes live in the database. A patient whose next event lands on another replica (a
+balancer's failover) continues the same conversation and can still rate its earlier replies."""
 
 from __future__ import annotations
 
@@ -91,6 +96,26 @@ def early_urgent(message: Any, settings: Any, classifier: Any = None) -> dict[st
     return redflags.urgent_fields(result, language, settings.safety.urgent_cards)
 
 
+# the answer keys the page shows (sent to the browser with the conversation state): never the trace
+PUBLIC_KEYS = ("reply", "links", "status", "urgent", "urgent_message", "urgent_links", "demo_content", "language")
+
+
+def public_answer(ans: dict[str, Any]) -> dict[str, Any]:
+    """What the page needs of an answer to show it: the public keys, and whether the memory answered."""
+    shown = {k: ans[k] for k in PUBLIC_KEYS if k in ans}
+    if (ans.get("trace") or {}).get("answered_by") == "memory":
+        shown["trace"] = {"answered_by": "memory"}
+    return shown
+
+
+def conversation_id_of(conv: Any) -> str:
+    """The conversation id the browser sent back, when it is one we could have issued (a UUID); else a new one."""
+    value = conv.get("conversation_id") if isinstance(conv, dict) else None
+    if isinstance(value, str) and repo.is_conversation_id(value):
+        return value
+    return repo.new_conversation_id()
+
+
 def shown_question(message: str, max_chars: int) -> str:
     """The patient's question as the chat shows it back: control characters as visible escapes, cut after
     ``max_chars`` (an over-long question is refused anyway); empty for a blank message."""
@@ -113,6 +138,16 @@ def banner_html(ans: dict[str, Any] | None, lang: str) -> str:
         if str(link.get("url", "")).startswith(("https://", "http://"))
     )
     return f'<div class="urgent" role="alert">{paragraphs}{f"<ul>{links}</ul>" if links else ""}</div>'
+
+
+def _showable(pending: Any) -> bool:
+    """A reply waiting to be shown, as compute() left it in the browser's state (anything else: nothing to show)."""
+    return (
+        isinstance(pending, dict)
+        and isinstance(pending.get("ans"), dict)
+        and isinstance(pending["ans"].get("reply"), str)
+        and isinstance(pending.get("lang"), str)
+    )
 
 
 def build_patient_app(state: Any):
@@ -165,9 +200,9 @@ def build_patient_app(state: Any):
         """The CPU-bound part (memory + pipeline), under the answer concurrency limit. A generative reply's
         draft is shown while the LLM writes it, marked as a draft (masked preview, chatbot.stages.compose
         .draft_preview); the validated reply replaces it (stream). Extractive replies have no draft."""
-        conv = dict(conv or {})
-        conv.setdefault("conversation_id", repo.new_conversation_id())
-        conv.setdefault("turns", {})
+        conv = dict(conv) if isinstance(conv, dict) else {}
+        conv["conversation_id"] = conversation_id_of(conv)
+        conv["turns"] = conv.get("turns") if isinstance(conv.get("turns"), dict) else {}
         conv["pending"] = None
         history = list(history or [])
         text = message if isinstance(message, str) else ""
@@ -202,7 +237,7 @@ def build_patient_app(state: Any):
                 drafts.put(None)
             ans = turn.answer
             lang = (ans.get("language") or detect_language(text))[:2]
-            outcome["pending"] = {"ans": ans, "turn_id": turn.turn_id, "lang": lang}
+            outcome["pending"] = {"ans": public_answer(ans), "turn_id": turn.turn_id, "lang": lang}
 
         worker = threading.Thread(target=work, name="patient-answer", daemon=True)
         worker.start()
@@ -227,16 +262,17 @@ def build_patient_app(state: Any):
 
     def stream(history: list, conv: dict):
         """Show the finished certified reply a few words at a time (no concurrency limit: it only waits)."""
-        pending = (conv or {}).get("pending")
+        pending = conv.get("pending") if isinstance(conv, dict) else None
         history = list(history or [])
-        if not pending:
+        if not _showable(pending):
             yield history, conv, gr.update(), *(gr.update() for _ in range(4))
             return
         ans, lang = pending["ans"], pending["lang"]
         if pending.get("draft") and history and history[-1].get("role") == "assistant":
             history.pop()  # the draft gives way to the validated reply
         history.append({"role": "assistant", "content": ""})
-        conv = {**conv, "pending": None, "turns": {**conv["turns"], str(len(history) - 1): pending["turn_id"]}}
+        turns = conv.get("turns") if isinstance(conv.get("turns"), dict) else {}
+        conv = {**conv, "pending": None, "turns": {**turns, str(len(history) - 1): pending.get("turn_id")}}
 
         def frame(chat_update=None):  # fresh update dicts per yield (Gradio consumes them)
             banner = gr.update(value=banner_html(ans, lang), visible=bool(ans.get("urgent")))
@@ -258,15 +294,23 @@ def build_patient_app(state: Any):
         yield frame()
 
     def feedback(conv: dict, data: gr.LikeData):
-        turn_id = (conv or {}).get("turns", {}).get(str(data.index if isinstance(data.index, int) else data.index[0]))
-        if not turn_id:
+        """A thumb on a reply of this conversation (the browser's state names its turn ids; the database
+        accepts a turn of this conversation only)."""
+        if not isinstance(conv, dict) or not isinstance(conv.get("turns"), dict):
+            return
+        turn_id = conv["turns"].get(str(data.index if isinstance(data.index, int) else data.index[0]))
+        conversation_id = conv.get("conversation_id")
+        if not isinstance(turn_id, int) or not isinstance(conversation_id, str):
+            return
+        if not repo.is_conversation_id(conversation_id):
             return
         liked = data.liked
         value = 1 if liked is True else -1 if liked is False else None
-        repo.set_feedback(state.store, conv["conversation_id"], int(turn_id), value)
+        repo.set_feedback(state.store, conversation_id, turn_id, value)
 
     with gr.Blocks(title="Ask a certified health question", analytics_enabled=False) as demo:
-        conv = gr.State({})
+        # the conversation's state, held by the browser (any replica can serve the next event)
+        conv = gr.JSON({}, visible=False, elem_id="conversation-state")
         disclaimer = gr.Markdown(heading("en"), elem_id="disclaimer")
         banner = gr.HTML("", visible=False, elem_id="urgent-banner")
         chat = gr.Chatbot(

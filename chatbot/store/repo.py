@@ -60,6 +60,14 @@ def new_conversation_id() -> str:
     return str(uuid.uuid4())
 
 
+def is_conversation_id(value: str) -> bool:
+    """Whether ``value`` has the form new_conversation_id() gives (a client may send back anything)."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, TypeError, AttributeError):
+        return False
+
+
 def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency_ms: float | None = None) -> int:
     """Store one question (answered, refused or invalid) with its full trace; returns the turn id.
 

@@ -162,11 +162,19 @@ def call_direct(
     )
 
 
-def ask_api(client: httpx.Client, question: str, session_hash: str = "") -> dict:
-    """Ask on the patient page through its two events (answer, then stream), as the browser does."""
+def ask_api(
+    client: httpx.Client,
+    question: str,
+    session_hash: str = "",
+    history: list[Any] | None = None,
+    conv: dict[str, Any] | None = None,
+) -> dict:
+    """Ask on the patient page through its two events (answer, then stream), as the browser does: the chat
+    history and the conversation state (a hidden component the browser holds) go back with each event. To
+    continue a conversation pass the previous result's ``output.data[0]`` (history) and ``[1]`` (state)."""
     session_hash = session_hash or uuid.uuid4().hex[:10]
-    first = call_event(client, "", 0, [question, [], None], session_hash=session_hash)
+    first = call_event(client, "", 0, [question, history or [], conv], session_hash=session_hash)
     if not first.get("success"):
         return first
-    history = first["output"]["data"][0]
-    return call_event(client, "", 1, [history, None], session_hash=session_hash)
+    history, conv = first["output"]["data"][0], first["output"]["data"][1]
+    return call_event(client, "", 1, [history, conv], session_hash=session_hash)
