@@ -177,6 +177,12 @@ def cmd_train_export_onnx(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.workers > 1 or args.pid_dir:  # N replicas behind HAProxy on this host (ui.replicas)
+        from ui.replicas import serve_replicas
+
+        settings = _settings()
+        host, port = args.host or settings.server.host, args.port or settings.server.port
+        return serve_replicas(host, port, args.workers, args.pid_dir, balancer=not args.no_balancer)
     from ui.app import serve
 
     serve(_settings(), host=args.host, port=args.port)
@@ -366,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="web server: / patient chat, /review clinicians, /evaluate evaluators")
     p.add_argument("--host", default=None, help="default settings server.host (127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="default settings server.port")
+    p.add_argument("--workers", type=int, default=1, help="N>1: N replicas on port+1..port+N behind HAProxy on port")
+    p.add_argument("--pid-dir", type=Path, default=None, help="with --workers: write replica-PORT.pid files here")
+    p.add_argument("--no-balancer", action="store_true", help="with --workers: replicas only, your own balancer")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("tokens", help="API tokens for /api/v1 (created and revoked by an admin)")
