@@ -8,10 +8,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export GRADIO_ANALYTICS_ENABLED := False
-# Debian packages: chromium (browser tests), postgresql (store tests), build tools for llama.cpp.
-APT_PACKAGES := chromium postgresql cmake ninja-build build-essential
+# Debian packages: chromium (browser tests), postgresql (store tests, deployment), haproxy (the balancer of
+# `chatbot serve --workers` and the local deployment), docker-compose (parses deploy/compose.yaml in a test;
+# no daemon), build tools for llama.cpp.
+APT_PACKAGES := chromium postgresql haproxy docker-compose cmake ninja-build build-essential
 
-.PHONY: install system-deps llm run ask serve test lint clean-index doctor
+.PHONY: install system-deps llm run ask serve test lint clean-index doctor deploy-up deploy-down
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +53,14 @@ serve: llm
 
 doctor: install
 	$(BIN)/chatbot doctor
+
+# The whole deployment on loopback with real servers (PostgreSQL, chroma run, the LLM server when built, two
+# replicas behind HAProxy on 127.0.0.1:47810): scripts/deploy_local.sh; deploy-down stops what it started.
+deploy-up: install system-deps
+	bash scripts/deploy_local.sh up
+
+deploy-down:
+	bash scripts/deploy_local.sh down
 
 lint: install
 	$(BIN)/ruff check .

@@ -13,7 +13,8 @@
 # DEPLOY_INGEST (corpus/demo/cards). Any CHATBOT_* variable set by the caller reaches every process.
 # DEPLOY_DIR/chatbot.env holds the app's settings: `set -a; . DEPLOY_DIR/chatbot.env` to run
 # `chatbot tokens create`, `chatbot users add` ... against this deployment.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'printf "[deploy] error: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PORT="${DEPLOY_PORT:-47810}"
@@ -96,8 +97,12 @@ up() {
   local pg; pg=$(pg_bin)
   if [ ! -f "$DIR/pg/data/PG_VERSION" ]; then
     mkdir -p "$DIR/pg"
-    [ "$(id -u)" = 0 ] && chown -R postgres "$DIR/pg"
-    as_pg "$pg/initdb" -D "$DIR/pg/data" -A trust -U postgres -E UTF8 --no-sync >"$LOG/initdb.log" 2>&1
+    if [ "$(id -u)" = 0 ]; then
+      chown -R postgres "$DIR/pg"
+      as_pg test -w "$DIR/pg" || die "the postgres user cannot write $DIR/pg: a DEPLOY_DIR every user can traverse"
+    fi
+    as_pg "$pg/initdb" -D "$DIR/pg/data" -A trust -U postgres -E UTF8 --no-sync >"$LOG/initdb.log" 2>&1 \
+      || { cat "$LOG/initdb.log" >&2; false; }
   fi
   as_pg "$pg/pg_ctl" -D "$DIR/pg/data" -l "$DIR/pg/server.log" -w -t 60 \
     -o "-p $PG_PORT -k $DIR/pg -c listen_addresses=127.0.0.1" start >/dev/null

@@ -28,20 +28,25 @@ def haproxy_config(
     bind_host: str = "127.0.0.1",
     pidfile: str | None = None,
     timeout_s: int = 300,
+    docker_dns: bool = False,
 ) -> str:
     """HAProxy's configuration for ``replicas`` ((host, port) each) behind ``bind_host:port``.
 
     Pages: sticky per browser (cookie ``cb_replica``), redispatched when their replica is down. API: least
     connections, no stickiness (a conversation is in the database). A request whose replica refuses the
     connection or closes it before answering anything is retried once on another replica; the client's own
-    address goes to the app in X-Forwarded-For (uvicorn trusts it from 127.0.0.1: FORWARDED_ALLOW_IPS)."""
+    address goes to the app in X-Forwarded-For (uvicorn trusts it from 127.0.0.1: FORWARDED_ALLOW_IPS).
+    ``docker_dns``: replicas named by service (compose), resolved through Docker's DNS, so HAProxy starts (and
+    follows a restarted container's new address) whether or not a replica is up yet."""
+    dns = " resolvers docker init-addr last,libc,none" if docker_dns else ""
     servers_api = "\n".join(
-        f"    server r{i} {h}:{p} check inter 1s fall 2 rise 1" for i, (h, p) in enumerate(replicas, 1)
+        f"    server r{i} {h}:{p} check inter 2s fall 2 rise 1{dns}" for i, (h, p) in enumerate(replicas, 1)
     )
-    servers_pages = "\n".join(
-        f"    server r{i} {h}:{p} check inter 1s fall 2 rise 1 cookie r{i}" for i, (h, p) in enumerate(replicas, 1)
+    servers_pages = "\n".join(  # the same servers, their health taken from the api backend's checks
+        f"    server r{i} {h}:{p} track api/r{i} cookie r{i}{dns}" for i, (h, p) in enumerate(replicas, 1)
     )
     pid_line = f"    pidfile {pidfile}\n" if pidfile else ""
+    resolvers = "\nresolvers docker\n    nameserver dns 127.0.0.11:53\n    hold valid 10s\n" if docker_dns else ""
     return f"""global
     maxconn 4096
 {pid_line}
@@ -58,7 +63,7 @@ defaults
     timeout http-request 30s
     timeout http-keep-alive 10s
     timeout queue 60s
-
+{resolvers}
 frontend chatbot
     bind {bind_host}:{port}
     http-request set-header X-Forwarded-For %[src]
@@ -74,8 +79,6 @@ backend api
 backend pages
     balance leastconn
     cookie cb_replica insert indirect nocache httponly
-    option httpchk GET {HEALTH_PATH}
-    http-check expect status 200
 {servers_pages}
 """
 
