@@ -54,11 +54,11 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: retry COMMAND until it succeed
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-stop_pidfile() {  # stop_pidfile FILE NAME: SIGTERM, wait up to 20 s, then SIGKILL
-  local f=$1 name=$2 pid
+stop_pidfile() {  # stop_pidfile FILE NAME WORD: SIGTERM, wait up to 20 s, then SIGKILL (only a process whose
+  local f=$1 name=$2 word=$3 pid  # command line has WORD: a stale pid file may name a reused pid)
   [ -f "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$word"; then
     say "stopping $name (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
@@ -68,8 +68,11 @@ stop_pidfile() {  # stop_pidfile FILE NAME: SIGTERM, wait up to 20 s, then SIGKI
 }
 
 down() {
-  stop_pidfile "$RUN/serve.pid" "app replicas and HAProxy"
-  stop_pidfile "$RUN/chroma.pid" "chroma"
+  stop_pidfile "$RUN/serve.pid" "app replicas and HAProxy" "chatbot"
+  local f  # the supervisor stops its replicas and HAProxy; these catch any it left (e.g. it was SIGKILLed)
+  for f in "$RUN"/replica-*.pid; do [ -e "$f" ] && stop_pidfile "$f" "$(basename "$f" .pid)" "chatbot"; done
+  stop_pidfile "$RUN/haproxy.pid" "HAProxy" "haproxy"
+  stop_pidfile "$RUN/chroma.pid" "chroma" "chroma"
   if [ -f "$RUN/llm.started" ]; then
     (set -a; . "$DIR/chatbot.env"; "$BIN/chatbot" llm stop --port "$LLM_PORT" >/dev/null 2>&1) || true
     rm -f "$RUN/llm.started"
