@@ -70,7 +70,7 @@ stop_pidfile() {  # stop_pidfile FILE NAME WORD: SIGTERM, wait up to 20 s, then 
 down() {
   stop_pidfile "$RUN/serve.pid" "app replicas and HAProxy" "chatbot"
   local f  # the supervisor stops its replicas and HAProxy; these catch any it left (e.g. it was SIGKILLed)
-  for f in "$RUN"/replica-*.pid; do [ -e "$f" ] && stop_pidfile "$f" "$(basename "$f" .pid)" "chatbot"; done
+  for f in "$RUN"/replica-*.pid; do if [ -e "$f" ]; then stop_pidfile "$f" "$(basename "$f" .pid)" chatbot; fi; done
   stop_pidfile "$RUN/haproxy.pid" "HAProxy" "haproxy"
   stop_pidfile "$RUN/chroma.pid" "chroma" "chroma"
   if [ -f "$RUN/llm.started" ]; then
