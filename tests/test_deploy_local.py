@@ -145,6 +145,28 @@ def test_answers_and_the_patient_page_through_the_balancer(deployment):
     assert "Sources" in str(out["output"]["data"][0][-1]["content"])
 
 
+def test_the_per_client_limits_count_the_address_haproxy_saw_never_a_forged_one(deployment):
+    from sqlalchemy import select
+
+    from chatbot.store.models import RateCounter
+
+    forged = {"authorization": f"Bearer {deployment['token']}", "x-forwarded-for": "203.0.113.9"}
+    through = httpx.Client(base_url=deployment["url"] + "/api/v1", headers=forged, timeout=60)
+    assert through.post("/feedback", json={"conversation_id": "x", "turn_id": 1, "value": 1}).status_code == 404
+    direct = f"http://127.0.0.1:{deployment['port'] + 2}/api/v1"  # a replica, from a proxy address it trusts
+    vote = {"conversation_id": "x", "turn_id": 1, "value": 1}
+    r = httpx.post(direct + "/feedback", headers={**forged, "x-forwarded-for": "198.51.100.7"}, timeout=60, json=vote)
+    assert r.status_code == 404
+    store = _store(deployment)
+    try:
+        with store.session() as s:
+            keys = set(s.scalars(select(RateCounter.key)))
+    finally:
+        store.dispose()
+    assert "api|127.0.0.1" in keys and "api|198.51.100.7" in keys  # HAProxy's view; the proxy's header
+    assert "api|203.0.113.9" not in keys  # HAProxy replaced the client's own X-Forwarded-For
+
+
 def _call(client: httpx.Client, path: str, payload: dict) -> dict:
     start = time.monotonic()
     try:
@@ -192,7 +214,7 @@ def test_a_replica_killed_mid_load_loses_nothing_beyond_its_requests_in_flight(d
 
     failed = [c for c in calls if not c["ok"]]
     in_flight = [c for c in calls if c["start"] < killed_at < c["end"]]
-    print(f"{len(calls)} calls, {len(failed)} failed, {len(in_flight)} in flight at the kill")
+    print(f"{len(calls)} calls, {len(failed)} failed, {len(in_flight)} in flight at the kill: {failed}")
     assert all(c["start"] < killed_at < c["end"] for c in failed), failed  # only requests in flight at the kill
     assert len(failed) <= CONCURRENCY
     assert sum(1 for c in calls if c["body"] is not None and "reply" in c["body"]) >= 2 * SESSIONS - CONCURRENCY
