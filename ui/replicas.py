@@ -34,8 +34,9 @@ def haproxy_config(
 
     Pages: sticky per browser (cookie ``cb_replica``), redispatched when their replica is down. API: least
     connections, no stickiness (a conversation is in the database). A request whose replica refuses the
-    connection or closes it before answering anything is retried once on another replica; the client's own
-    address goes to the app in X-Forwarded-For (uvicorn trusts it from 127.0.0.1: FORWARDED_ALLOW_IPS).
+    connection or closes it before answering anything is retried on another replica (the request is buffered
+    whole first, which L7 retries need); the client's own address goes to the app in X-Forwarded-For
+    (uvicorn trusts it from 127.0.0.1: FORWARDED_ALLOW_IPS).
     ``docker_dns``: replicas named by service (compose), resolved through Docker's DNS, so HAProxy starts (and
     follows a restarted container's new address) whether or not a replica is up yet."""
     dns = " resolvers docker init-addr last,libc,none" if docker_dns else ""
@@ -57,6 +58,7 @@ defaults
     option redispatch
     retries 2
     retry-on conn-failure empty-response
+    option http-buffer-request
     timeout connect 2s
     timeout client {timeout_s}s
     timeout server {timeout_s}s
