@@ -585,9 +585,8 @@ class ServerSettings(_Group):
         default=30,
         ge=0,
         description="Questions one client address may ask the patient chat per minute (counted in the "
-        "database, so every replica shares it); past it the page asks to wait. 0: no limit. Behind a balancer the "
-        "client's address must come in X-Forwarded-For from an address uvicorn trusts (FORWARDED_ALLOW_IPS, "
-        "default 127.0.0.1; our HAProxy sets it, docs/deployment.md), else every patient has the balancer's.",
+        "database, so every replica shares it); past it the page asks to wait. 0: no limit. Behind a balancer, "
+        "the address it sends in X-Forwarded-For (docs/deployment.md).",
     )
     log_format: Literal["json", "text"] = Field(
         default="json", description="`chatbot serve` logs: one JSON object a line (json) or plain text."
