@@ -10,13 +10,14 @@ import re
 import shutil
 import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
 
-from chatbot.settings import PROJECT_ROOT
 from ui.replicas import haproxy_config
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source checkout
 COMPOSE = PROJECT_ROOT / "deploy" / "compose.yaml"
 HAPROXY_CFG = PROJECT_ROOT / "deploy" / "haproxy.cfg"
 DOCKERFILE = PROJECT_ROOT / "Dockerfile"

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,11 +22,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chatbot.settings import DEMO_CORPUS, PROJECT_ROOT
+from chatbot.settings import DEMO_CORPUS
 from tests.browser.support import DEMO_CARDS, ask_api
 
 pytestmark = pytest.mark.integration
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source checkout
 SCRIPT = PROJECT_ROOT / "scripts" / "deploy_local.sh"
 QUESTIONS = [
     "How much folic acid should I take before pregnancy?",
@@ -83,14 +85,7 @@ def deployment():
         assert up.returncode == 0, f"deploy_local.sh up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
         settings = _env_file(tmp / "deploy" / "chatbot.env")
         made = subprocess.run(
-            [
-                str(PROJECT_ROOT / ".venv" / "bin" / "chatbot"),
-                "tokens",
-                "create",
-                "loadtest",
-                "--rate-per-minute",
-                "1000",
-            ],
+            [sys.executable, "-m", "chatbot.cli", "tokens", "create", "loadtest", "--rate-per-minute", "1000"],
             env={**env, **settings},
             capture_output=True,
             text=True,
