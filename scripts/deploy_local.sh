@@ -43,11 +43,14 @@ pg_bin() {
 # initdb and the server refuse root: as root they run as the package's postgres user
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
-wait_for() {  # wait_for SECONDS WHAT COMMAND...: retry COMMAND until it succeeds
-  local secs=$1 what=$2; shift 2
+wait_for() {  # wait_for SECONDS WHAT LOGFILE COMMAND...: retry COMMAND until it succeeds, else show the log
+  local secs=$1 what=$2 logfile=$3; shift 3
   local end=$((SECONDS + secs))
   until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $end ] || die "$what did not come up within ${secs}s (logs: $LOG)"
+    if [ $SECONDS -ge $end ]; then
+      [ -f "$logfile" ] && grep -v '^{' "$logfile" | tail -n 40 >&2
+      die "$what did not come up within ${secs}s (logs: $LOG)"
+    fi
     sleep 0.5
   done
 }
@@ -116,7 +119,7 @@ up() {
   # 2. Chroma server
   setsid "$BIN/chroma" run --path "$DIR/chroma" --host 127.0.0.1 --port "$CHROMA_PORT" >"$LOG/chroma.log" 2>&1 &
   echo $! >"$RUN/chroma.pid"
-  wait_for 90 "chroma" curl -sf "http://127.0.0.1:$CHROMA_PORT/api/v2/heartbeat"
+  wait_for 90 "chroma" "$LOG/chroma.log" curl -sf "http://127.0.0.1:$CHROMA_PORT/api/v2/heartbeat"
   say "chroma on 127.0.0.1:$CHROMA_PORT"
 
   # 3. The app's settings: every process (migrations, ingest, replicas) reads them from the environment
@@ -154,9 +157,9 @@ current_revision; s = open_store(load_settings()); print('[deploy] database at r
     >"$LOG/serve.log" 2>&1 &
   echo $! >"$RUN/serve.pid"
   for p in $(seq $((PORT + 1)) $((PORT + REPLICAS))); do
-    wait_for 300 "replica on port $p" curl -sf "http://127.0.0.1:$p/api/v1/ready"
+    wait_for 480 "replica on port $p" "$LOG/serve.log" curl -sf "http://127.0.0.1:$p/api/v1/ready"
   done
-  wait_for 30 "HAProxy" curl -sf "http://127.0.0.1:$PORT/api/v1/ready"
+  wait_for 30 "HAProxy" "$LOG/serve.log" curl -sf "http://127.0.0.1:$PORT/api/v1/ready"
   UP_DONE=1
   say "up: http://127.0.0.1:$PORT/ ($REPLICAS replicas; settings in $DIR/chatbot.env, logs in $LOG)"
 }

@@ -80,7 +80,7 @@ def deployment():
         "CHATBOT_STORE__MEMORY_EMBEDDER": "minilm",
     }
     os.chmod(tmp, 0o755)
-    up = subprocess.run(["bash", str(SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=420)
+    up = subprocess.run(["bash", str(SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=600)
     try:
         assert up.returncode == 0, f"deploy_local.sh up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
         settings = _env_file(tmp / "deploy" / "chatbot.env")
