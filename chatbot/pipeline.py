@@ -284,7 +284,7 @@ def naive_pipeline(question: str, services: Services) -> RetrievalResult:
 
 
 register_lazy("logical", "chatbot.logical.pipeline")
-# Variants of `logical` (chatbot/logical/pipeline.py VARIANTS): operators, calibration, probabilistic, OrLog,
+# Variants of `logical` (chatbot/logical/config.py VARIANTS): operators, calibration, probabilistic, OrLog,
 # cross-encoder term scores, HyDoc per positive term.
 for _name in (
     "prob",
