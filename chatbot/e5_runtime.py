@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.e5_build import BUILD_FILE, HF_DIR, ONNX_FILE, PROMPTS, default_out_dir
+from chatbot.e5_build import BUILD_FILE, HF_DIR, default_out_dir
+from chatbot.e5_hf import PROMPTS
+from chatbot.onnx_files import ONNX_FILE
 
 Forward = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
