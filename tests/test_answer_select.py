@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 
 from chatbot.index import Hit
+from chatbot.stages.answer_cues import cue_score, question_type
 from chatbot.stages.answer_first import compose_answer_first
-from chatbot.stages.answer_select import (
-    Candidate,
-    cue_score,
-    question_type,
-    score_units,
-    select_units,
-)
+from chatbot.stages.answer_select import Candidate, score_units, select_units
 from corpus.model import Segment
 
 
