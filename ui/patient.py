@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot.observability import RATE_LIMITED
-from chatbot.store import ratelimit, repo
+from chatbot.store import conversations, ratelimit, storable
 from ui.i18n import accept_language, detect_language, page_language, t
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def shown_question(message: str, max_chars: int) -> str:
     ``max_chars`` (an over-long question is refused anyway); empty for a blank message."""
     if not message.strip():
         return ""
-    return repo.storable_text(message[:max_chars])[0] + ("…" if len(message) > max_chars else "")
+    return storable.storable_text(message[:max_chars])[0] + ("…" if len(message) > max_chars else "")
 
 
 def banner_html(ans: dict[str, Any] | None, lang: str) -> str:
@@ -166,7 +166,7 @@ def build_patient_app(state: Any):
         draft is shown while the LLM writes it, marked as a draft (masked preview, chatbot.stages.compose
         .draft_preview); the validated reply replaces it (stream). Extractive replies have no draft."""
         conv = dict(conv or {})
-        conv.setdefault("conversation_id", repo.new_conversation_id())
+        conv.setdefault("conversation_id", conversations.new_conversation_id())
         conv.setdefault("turns", {})
         conv["pending"] = None
         history = list(history or [])
@@ -263,7 +263,7 @@ def build_patient_app(state: Any):
             return
         liked = data.liked
         value = 1 if liked is True else -1 if liked is False else None
-        repo.set_feedback(state.store, conv["conversation_id"], int(turn_id), value)
+        conversations.set_feedback(state.store, conv["conversation_id"], int(turn_id), value)
 
     with gr.Blocks(title="Ask a certified health question", analytics_enabled=False) as demo:
         conv = gr.State({})
