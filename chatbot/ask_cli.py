@@ -42,7 +42,7 @@ def _read_batch(path: Path) -> list[tuple[str, str]]:
 
 def _warn_fallback(ans: dict[str, Any], qid: str | None = None) -> None:
     """Always on stderr (also with --json/--quiet): a pipeline that needed the LLM answered without it."""
-    from chatbot.answer import fallback_warning
+    from chatbot.answer_object import fallback_warning
 
     warning = fallback_warning(ans)
     if warning:

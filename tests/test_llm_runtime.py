@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from chatbot import llm_runtime
-from chatbot.answer import fallback_warning
+from chatbot.answer_object import fallback_warning
 from chatbot.llm import LLMClient, LLMUnavailable, garbage_reason
 from chatbot.llm_server import EmbeddedServer, diagnose_exit
 from chatbot.settings import Settings

@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from chatbot.answer import fallback_warning
+from chatbot.answer_object import fallback_warning
 from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 from chatbot.store import auth, reviews
 from ui.security import require
