@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.onnx_files import file_sha256
+from chatbot.onnx_files import file_sha256, set_metadata
 
 
 def _embeddings_to_fp16(proto):
@@ -102,9 +102,6 @@ def export_onnx(hf_dir: Path, out_file: Path, threads: int = 1) -> Path:
             "quantization": "onnxruntime quantize_dynamic on MatMul: int8 weights per channel, int8 "
             "activations per batch; embedding tables float16 (cast to float32 after the lookup)",
         }
-        del proto.metadata_props[:]
-        for key, value in meta.items():
-            entry = proto.metadata_props.add()
-            entry.key, entry.value = key, value
+        set_metadata(proto, meta)
         onnx.save(proto, str(out_file))
     return out_file
