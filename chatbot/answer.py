@@ -8,18 +8,10 @@ from typing import Any
 
 from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome
 from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
-from chatbot.pipeline import Services, run_pipeline, stage_event
+from chatbot.pipeline import Services, optional_llm, run_pipeline, stage_event
 from chatbot.question_input import InvalidQuestion, validate_question
 from chatbot.stages.relevance import relevance, threshold_for, without_urgent_fillers
 from chatbot.stages.route import route
-
-
-def _llm_for(services: Services):
-    """The LLM client for generative replies, or None (no Services.llm, or it cannot be built)."""
-    try:
-        return getattr(services, "llm", None)
-    except Exception:  # noqa: BLE001 - a missing endpoint means extractive replies
-        return None
 
 
 def answer(question: Any, services: Services, pipeline: str | None = None) -> dict[str, Any]:
@@ -154,7 +146,7 @@ def _answer(
     kind = "bi-encoder"
     support_threshold = 0.0
     if ccfg.mode == "generative":
-        llm = _llm_for(services)
+        llm = optional_llm(services)
         scorer, kind = support_scorer(services, ccfg.support_scorer)
         support_threshold = (
             ccfg.support_threshold_cross_encoder

@@ -64,14 +64,11 @@ from chatbot.logical.scoring import (
     orthogonal_negations,
     term_values,
 )
-from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, register_pipeline, timed
+from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline, timed
 
 
 def _llm_of(services: Services) -> Any | None:
-    try:
-        llm = getattr(services, "llm", None)
-    except Exception:  # a property that cannot build its client
-        return None
+    llm = optional_llm(services)
     return llm if llm is not None and callable(getattr(llm, "complete", None)) else None
 
 

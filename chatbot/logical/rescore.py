@@ -11,7 +11,7 @@ from chatbot.index import Hit
 from chatbot.logical.config import LogicalConfig
 from chatbot.logical.query import Node
 from chatbot.logical.scoring import combine
-from chatbot.pipeline import Services
+from chatbot.pipeline import Services, optional_llm
 from corpus.segmenter import embedding_text
 
 
@@ -99,11 +99,7 @@ def plausibility_rescore(
     from chatbot.logical.plausibility import llm_plausibilities
 
     top = order[: config.llm_candidates]
-    try:
-        llm = getattr(services, "llm", None)
-    except Exception:  # a property that cannot build its client
-        llm = None
-    run = llm_plausibilities(llm, names, [candidates[i].segment for i in top], config.llm_max_chars)
+    run = llm_plausibilities(optional_llm(services), names, [candidates[i].segment for i in top], config.llm_max_chars)
     probs = {t: dict(zip(top.tolist(), run.probs[t].tolist(), strict=True)) for t in names}
     got = sum(int(np.isfinite(run.probs[t]).sum()) for t in names)
     info: dict[str, Any] = {
