@@ -211,14 +211,14 @@ def build_router() -> APIRouter:
     @router.post("/feedback", response_model=FeedbackResponse, responses={401: {}, 404: {}, 429: {}})
     async def feedback(body: FeedbackRequest, request: Request, who: Caller):
         """Thumbs up/down on a turn of a conversation this token started (404 for any other)."""
-        from chatbot.store import repo
+        from chatbot.store import conversations
 
         state = _state(request)
 
         def work() -> bool:
             if not _own_conversation(state, who, body.conversation_id):
                 return False
-            return repo.set_feedback(state.store, body.conversation_id, body.turn_id, body.value)
+            return conversations.set_feedback(state.store, body.conversation_id, body.turn_id, body.value)
 
         ok = await run_in_threadpool(work)
         _finish(request, 200 if ok else 404, conversation_id=body.conversation_id)

@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -67,87 +66,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_answer(ans: dict[str, Any], trace: bool) -> None:
-    # An urgent reply already starts with the urgent-care message.
-    print(ans["reply"])
-    if ans["links"]:
-        print("\nSources:")
-        for i, link in enumerate(ans["links"], 1):
-            print(f"  [{i}] {link['title']} — {link['url']}")
-    if ans.get("demo_content"):
-        print("\n(Demonstration content: not certified by a clinician.)")
-    if trace:
-        print("\nTrace:")
-        print(json.dumps(ans["trace"], indent=2, ensure_ascii=False))
-
-
-def _read_batch(path: Path) -> list[tuple[str, str]]:
-    items = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        if line.lstrip().startswith("{"):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-            items.append((str(rec.get("id", lineno)), rec.get("text", "")))
-        else:
-            items.append((str(lineno), line.strip()))
-    return items
-
-
-def _warn_fallback(ans: dict[str, Any], qid: str | None = None) -> None:
-    """Always on stderr (also with --json/--quiet): a pipeline that needed the LLM answered without it."""
-    from chatbot.answer import fallback_warning
-
-    warning = fallback_warning(ans)
-    if warning:
-        print(f"warning{f' [{qid}]' if qid else ''}: {warning}", file=sys.stderr, flush=True)
-
-
-def _print_stage(stage: str, ms: float | None) -> None:
-    """Stage progress on stderr while `chatbot ask` waits (stdout keeps only the answer)."""
-    print(f"  … {stage}" if ms is None else f"  ✓ {stage} {ms:.0f} ms", file=sys.stderr, flush=True)
-
-
-def cmd_ask(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from chatbot.answer import answer
-    from chatbot.index import IndexError_
-    from chatbot.pipeline import Services, stage_listener
-
-    settings = _settings()
-    services = Services(settings, collection=args.collection)
-    try:
-        if args.batch:
-            items = _read_batch(Path(args.batch))
-            for qid, text in items:
-                ans = answer(text, services, args.pipeline)
-                _warn_fallback(ans, qid)
-                print(json.dumps({"id": qid, **ans}, ensure_ascii=False), flush=True)
-            return 0
-        if args.question is None:
-            print("error: give a QUESTION or --batch FILE", file=sys.stderr)
-            return 2
-        progress = contextlib.nullcontext() if args.json or args.quiet else stage_listener(_print_stage)
-        with progress:
-            ans = answer(args.question, services, args.pipeline)
-    except IndexError_ as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    _warn_fallback(ans)
-    if args.json:
-        print(json.dumps(ans, ensure_ascii=False))
-    else:
-        _print_answer(ans, args.trace)
-    return 0 if ans["status"] != "invalid_input" else 1
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     from chatbot.doctor import as_json, format_table, run_checks
 
@@ -186,52 +104,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ui.app import serve
 
     serve(_settings(), host=args.host, port=args.port)
-    return 0
-
-
-def cmd_users_add(args: argparse.Namespace) -> int:
-    import getpass
-
-    from chatbot.store.auth import add_user
-    from chatbot.store.db import open_store
-
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass(f"password for {args.username}: ")
-        if getpass.getpass("again: ") != password:
-            print("error: the passwords differ", file=sys.stderr)
-            return 2
-    try:
-        uid = add_user(open_store(_settings()), args.username, password, args.role)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps({"id": uid, "username": args.username, "role": args.role}))
-    return 0
-
-
-def cmd_tokens(args: argparse.Namespace) -> int:
-    from chatbot.store import tokens
-    from chatbot.store.db import open_store
-
-    store = open_store(_settings())
-    if args.tokens_command == "create":
-        try:
-            token = tokens.create_token(store, args.name, args.rate_per_minute)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        # shown once: only its SHA-256 is stored
-        print(json.dumps({"name": args.name, "rate_per_minute": args.rate_per_minute, "token": token}))
-        return 0
-    if args.tokens_command == "revoke":
-        if not tokens.revoke_token(store, args.name):
-            print(f"error: no active token {args.name!r}", file=sys.stderr)
-            return 2
-        print(json.dumps({"name": args.name, "revoked": True}))
-        return 0
-    print(json.dumps(tokens.list_tokens(store), indent=2))
     return 0
 
 
@@ -289,15 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing the model)")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("ask", help="answer a question from the certified corpus")
-    p.add_argument("question", nargs="?")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--trace", action="store_true", help="show ids, scores and timings of each stage")
-    p.add_argument("--batch", metavar="FILE", help="JSONL with id/text, or one question per line; JSONL out")
-    p.add_argument("--pipeline", default=None, help="bm25, dense, dense+rerank (alias naive), hyde, cot, logical")
-    p.add_argument("--quiet", action="store_true", help="no stage progress on stderr (--json never shows it)")
-    p.add_argument("--collection", default=None)
-    p.set_defaults(func=cmd_ask)
+    from chatbot.ask_cli import add_cli as add_ask_cli
+
+    add_ask_cli(sub)  # chatbot ask
 
     p = sub.add_parser("doctor", help="check packages, models, index, database, chromium and the LLM; how to fix")
     p.add_argument("--json", action="store_true", help="one JSON object: ok and the checks")
@@ -377,25 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-balancer", action="store_true", help="with --workers: replicas only, your own balancer")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("tokens", help="API tokens for /api/v1 (created and revoked by an admin)")
-    tsub = p.add_subparsers(dest="tokens_command", required=True)
-    t = tsub.add_parser("create", help="a new token (printed once; only its SHA-256 is stored)")
-    t.add_argument("name")
-    t.add_argument("--rate-per-minute", type=int, default=60, help="calls a minute, shared by all replicas")
-    t.set_defaults(func=cmd_tokens)
-    t = tsub.add_parser("list", help="tokens, limits, calls in the last minute")
-    t.set_defaults(func=cmd_tokens)
-    t = tsub.add_parser("revoke", help="revoke a token by name")
-    t.add_argument("name")
-    t.set_defaults(func=cmd_tokens)
+    from chatbot.accounts_cli import add_cli as add_accounts_cli
 
-    p = sub.add_parser("users", help="manage clinician, evaluator and admin accounts")
-    usub = p.add_subparsers(dest="users_command", required=True)
-    u = usub.add_parser("add", help="add a user (password prompted, or one line on stdin)")
-    u.add_argument("username")
-    u.add_argument("--role", required=True, choices=["clinician", "evaluator", "admin", "editor"])
-    u.add_argument("--password-stdin", action="store_true", help="read the password from the first stdin line")
-    u.set_defaults(func=cmd_users_add)
+    add_accounts_cli(sub)  # chatbot tokens create|list|revoke, chatbot users add
 
     p = sub.add_parser("export", help="export judged data")
     xsub = p.add_subparsers(dest="export_command", required=True)

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.e5_build import BUILD_FILE, HF_DIR, ONNX_FILE, PROMPTS, default_out_dir
+from chatbot.e5_build import BUILD_FILE, HF_DIR, default_out_dir
+from chatbot.e5_hf import PROMPTS
+from chatbot.onnx_files import ONNX_FILE, cpu_session
 
 Forward = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -110,14 +112,7 @@ class WindowedE5:
 
 def onnx_forward(model_file: Path, threads: int) -> Forward:
     """onnxruntime session of the int8 export; no busy-waiting (shared CPU)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+    session = cpu_session(model_file, threads)
 
     def forward(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return session.run(["mean"], {"input_ids": ids, "attention_mask": mask})[0]

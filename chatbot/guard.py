@@ -29,8 +29,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from chatbot.sentences import split_sentences
-from chatbot.stages.safety import EMAIL_RE, URL_RE, detect_language
+from chatbot.contacts import certified_contacts, contact_key, find_contacts
+from chatbot.sentences import split_sentences, truncate_to_sentences
+from chatbot.stages.safety import detect_language
 
 GUARDRAILS_RC = "enable_metrics=false\nuse_remote_inferencing=false\n"
 
@@ -59,74 +60,11 @@ from guardrails.classes.validation.validation_result import (  # noqa: E402
 # A support scorer: (claims, evidence texts) -> one score per claim (higher = better supported).
 SupportScorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
 
-PHONE_RE = re.compile(r"(?<![\w+])(?:\+|00)?\(?\d[\d ()./-]{5,}\d(?!\w)")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def _ws(text: str) -> str:
     return " ".join(text.split())
-
-
-def normalise_url(url: str) -> str:
-    url = url.strip().lower().rstrip(".,;:!?)]}>'\"")
-    url = re.sub(r"^(?:https?|hxxps?|ftp)://", "", url)
-    url = re.sub(r"^www\.", "", url)
-    return url.rstrip("/")
-
-
-def find_phones(text: str) -> list[str]:
-    """Phone-number-like runs of 7 to 15 digits (dates and decimals are not phones)."""
-    out = []
-    for m in PHONE_RE.finditer(text):
-        raw = m.group(0).strip(" ./-")
-        digits = re.sub(r"\D", "", raw)
-        if 7 <= len(digits) <= 15 and not _DATE_RE.match(raw):
-            out.append(raw)
-    return out
-
-
-def find_contacts(text: str) -> list[tuple[str, str]]:
-    """(kind, text) for every URL, e-mail address and phone number in the text."""
-    emails = [m.group(0) for m in EMAIL_RE.finditer(text)]
-    without_emails = EMAIL_RE.sub(" ", text)
-    urls = [m.group(0) for m in URL_RE.finditer(without_emails)]
-    without_urls = URL_RE.sub(" ", without_emails)
-    return (
-        [("url", u) for u in urls] + [("email", e) for e in emails] + [("phone", p) for p in find_phones(without_urls)]
-    )
-
-
-def _contact_key(kind: str, value: str) -> str:
-    if kind == "url":
-        return "url:" + normalise_url(value)
-    if kind == "email":
-        return "email:" + value.lower()
-    return "phone:" + re.sub(r"\D", "", value)
-
-
-def certified_contacts(texts: Sequence[str], urls: Sequence[str]) -> set[str]:
-    """Keys of every contact the certified segments contain, plus their fixed link URLs."""
-    keys = {_contact_key("url", u) for u in urls}
-    for text in texts:
-        keys.update(_contact_key(kind, value) for kind, value in find_contacts(text))
-    return keys
-
-
-def truncate_to_sentences(text: str, max_chars: int) -> str:
-    """The longest prefix of whole sentences within ``max_chars``; a first sentence too long is cut at a word."""
-    out = ""
-    for sentence in split_sentences(text):
-        candidate = f"{out} {sentence}" if out else sentence
-        if len(candidate) > max_chars:
-            break
-        out = candidate
-    if out:
-        return out
-    cut = text[: max(1, max_chars - 1)]
-    if text[len(cut) : len(cut) + 1] not in ("", " "):  # the cut fell inside a word
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:") + "…"
 
 
 def _report(metadata: dict[str, Any], name: str, entry: dict[str, Any]) -> None:
@@ -178,13 +116,13 @@ class CertifiedContactsOnly(Validator):
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         text = str(value)
         allowed = certified_contacts(metadata.get("certified_texts", ()), metadata.get("certified_urls", ()))
-        bad = [(kind, v) for kind, v in find_contacts(text) if _contact_key(kind, v) not in allowed]
+        bad = [(kind, v) for kind, v in find_contacts(text) if contact_key(kind, v) not in allowed]
         if not bad:
             _report(metadata, "certified-contacts-only", {"outcome": "pass", "uncertified": []})
             return PassResult()
-        bad_keys = {_contact_key(kind, v) for kind, v in bad}
+        bad_keys = {contact_key(kind, v) for kind, v in bad}
         fixed, dropped = _drop_sentences(
-            text, lambda s: any(_contact_key(kind, v) in bad_keys for kind, v in find_contacts(s))
+            text, lambda s: any(contact_key(kind, v) in bad_keys for kind, v in find_contacts(s))
         )
         _report(
             metadata,

@@ -216,19 +216,23 @@ class SegmentIndex:
 
         for i in range(0, len(to_embed), batch_size):
             batch = to_embed[i : i + batch_size]
-            vectors = self.embedder.embed_passages([embedding_text(s) for s in batch])
-            coll.upsert(
-                ids=[s.id for s in batch],
-                embeddings=vectors.tolist(),
-                documents=[s.text for s in batch],
-                metadatas=[s.metadata() for s in batch],
-            )
+            self._embed_into(coll, batch)
             if progress:
                 progress(len(batch))
         report.embedded = len(to_embed)
         report.seconds = time.perf_counter() - start
         self._matrix = None
         return report
+
+    def _embed_into(self, coll: Any, batch: Sequence[Segment]) -> None:
+        """Embed ``batch`` (title, heading and text, as ``embedding_text`` reads them) and upsert it into ``coll``."""
+        vectors = self.embedder.embed_passages([embedding_text(s) for s in batch])
+        coll.upsert(
+            ids=[s.id for s in batch],
+            embeddings=vectors.tolist(),
+            documents=[s.text for s in batch],
+            metadatas=[s.metadata() for s in batch],
+        )
 
     def add_segments(self, segments: Sequence[Segment], batch_size: int = 64) -> list[str]:
         """Embed and add the segments not in the collection yet (the others are left as they are); returns
@@ -238,13 +242,7 @@ class SegmentIndex:
         new = [s for s in segments if s.id not in present]
         for i in range(0, len(new), batch_size):
             batch = new[i : i + batch_size]
-            vectors = self.embedder.embed_passages([embedding_text(s) for s in batch])
-            coll.upsert(
-                ids=[s.id for s in batch],
-                embeddings=vectors.tolist(),
-                documents=[s.text for s in batch],
-                metadatas=[s.metadata() for s in batch],
-            )
+            self._embed_into(coll, batch)
         self._matrix = None
         return [s.id for s in new]
 

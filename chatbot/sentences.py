@@ -38,3 +38,19 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         pieces.append(tail)
     return pieces
+
+
+def truncate_to_sentences(text: str, max_chars: int) -> str:
+    """The longest prefix of whole sentences within ``max_chars``; a first sentence too long is cut at a word."""
+    out = ""
+    for sentence in split_sentences(text):
+        candidate = f"{out} {sentence}" if out else sentence
+        if len(candidate) > max_chars:
+            break
+        out = candidate
+    if out:
+        return out
+    cut = text[: max(1, max_chars - 1)]
+    if text[len(cut) : len(cut) + 1] not in ("", " "):  # the cut fell inside a word
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"

@@ -13,7 +13,7 @@ from typing import Any
 from chatbot import observability as obs
 from chatbot.memory import answer_with_memory
 from chatbot.stages.generative import draft_listener
-from chatbot.store import repo
+from chatbot.store import conversations
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class ChatService:
     ) -> TurnResult:
         """Answer ``question`` (memory, then the configured pipeline) and record the turn. Raises what the
         answer raises; a failure to record is logged and gives ``turn_id`` None (the reply still goes out)."""
-        conversation_id = conversation_id or repo.new_conversation_id()
+        conversation_id = conversation_id or conversations.new_conversation_id()
         trace_id = str(uuid.uuid4())
         start = time.perf_counter()
         stream = on_draft if self.settings.compose.stream_draft else None
@@ -86,7 +86,7 @@ class ChatService:
         except Exception:  # noqa: BLE001 - logging never fails an answer
             log.exception("answer log failed")
         try:
-            turn_id = repo.record_turn(self.store, conversation_id, ans, latency)
+            turn_id = conversations.record_turn(self.store, conversation_id, ans, latency)
         except Exception:  # the patient still gets the reply; the operator sees the traceback
             log.exception("recording the turn failed")
             turn_id = None

@@ -396,7 +396,7 @@ class HydeSettings(_Group):
 
 
 class LogicalSettings(_Group):
-    """The ``logical`` pipeline (chatbot/logical): its one configuration (``chatbot.logical.pipeline.config_for``
+    """The ``logical`` pipeline (chatbot/logical): its one configuration (``chatbot.logical.config.config_for``
     builds the pipeline's typed ``LogicalConfig`` from these fields; named variants apply their changes on top)."""
 
     mode: Literal["fuzzy", "probabilistic"] = Field(

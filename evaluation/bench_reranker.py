@@ -158,7 +158,7 @@ def run_test_sets(sets: dict[str, dict[str, Any]], configs, rerankers, rounds: i
 
 def run_validation(rerankers, data_root: Path, e5: bool, threads: int, log) -> dict[str, Any]:
     """Validation-set metrics (per group) of each (runtime, max_length) and of the bi-encoder order."""
-    from chatbot.training.reranker import load_validation, summarise
+    from chatbot.training.reranker_examples import load_validation, summarise
 
     items = load_validation(data_root, threads=threads)
     log(f"validation: {len(items)} queries, {sum(len(it.passages) for it in items)} pairs")

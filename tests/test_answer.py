@@ -4,8 +4,10 @@ import re
 
 import pytest
 
-from chatbot.answer import MAX_QUESTION_CHARS, InvalidQuestion, answer, certified_links, validate_question
+from chatbot.answer import answer
+from chatbot.answer_object import certified_links
 from chatbot.pipeline import Services, run_pipeline
+from chatbot.question_input import MAX_QUESTION_CHARS, InvalidQuestion, validate_question
 from chatbot.settings import Settings
 from corpus.model import Document
 from tests.conftest import indexed_services
@@ -246,19 +248,19 @@ def _top_hits():
 
 
 def test_relevance_is_the_bi_encoder_cosine_by_default_even_after_the_cross_encoder():
-    from chatbot.answer import _relevance
+    from chatbot.stages.relevance import relevance
 
     services = Services(Settings(embedding={"model": "e5"}, safety={"min_relevance_dense": {"e5": 0.85}}))
 
-    assert _relevance(_top_hits(), services) == ("dense", 0.9, 0.85)
+    assert relevance(_top_hits(), services) == ("dense", 0.9, 0.85)
 
 
 def test_relevance_can_use_the_cross_encoder_scores_of_the_top_hits_that_have_one():
-    from chatbot.answer import _relevance
+    from chatbot.stages.relevance import relevance
 
     services = Services(Settings(safety={"relevance_score": "cross-encoder", "min_relevance_cross_encoder": 0.4}))
 
-    assert _relevance(_top_hits(), services) == ("cross-encoder", 0.6, 0.4)
+    assert relevance(_top_hits(), services) == ("cross-encoder", 0.6, 0.4)
 
 
 # -- urgent cards are never filler links -----------------------------------------------------------------

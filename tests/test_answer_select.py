@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 
 from chatbot.index import Hit
+from chatbot.stages.answer_cues import cue_score, question_type
 from chatbot.stages.answer_first import compose_answer_first
-from chatbot.stages.answer_select import (
-    Candidate,
-    cue_score,
-    question_type,
-    score_units,
-    select_units,
-)
+from chatbot.stages.answer_select import Candidate, score_units, select_units
 from corpus.model import Segment
 
 
@@ -215,7 +210,7 @@ def test_compose_reply_validates_a_sentence_found_beside_the_retrieved_segment()
 
 
 def test_the_answering_document_becomes_the_first_link_and_the_others_keep_their_order() -> None:
-    from chatbot.answer import answer_first_links, certified_links
+    from chatbot.answer_object import answer_first_links, certified_links
 
     top = hits(WINE, TEA_WHY, TEA_AMOUNT)
     links = certified_links(top)

@@ -61,7 +61,7 @@ def test_without_a_valid_token_every_call_is_refused_with_401(live):
 
 
 def test_an_answer_has_reply_links_status_urgent_and_a_trace_id_stored_with_the_turn(live):
-    from chatbot.store import repo, tokens
+    from chatbot.store import reviews, tokens
 
     with client(live, live.tokens["portal"]) as c:
         r = c.post("/answer", json={"question": QUESTION, "language": "en"})
@@ -70,7 +70,7 @@ def test_an_answer_has_reply_links_status_urgent_and_a_trace_id_stored_with_the_
     assert body["status"] == "answered" and body["urgent"] is False
     assert len(body["links"]) == 3 and all(link["url"].startswith("http") for link in body["links"])
     assert "trace" not in body and "question" not in body
-    turn = repo.get_turn(live.store, body["turn_id"])
+    turn = reviews.get_turn(live.store, body["turn_id"])
     assert turn["trace"]["trace_id"] == body["trace_id"]
     audit = tokens.calls(live.store, 1)[0]
     assert audit["route"] == "/api/v1/answer" and audit["status"] == 200
@@ -92,9 +92,9 @@ def test_a_token_continues_and_rates_only_its_own_conversations(live):
         assert (r.status_code, r.json()) == (200, {"ok": True})
         assert mine.post("/feedback", json={**vote, "turn_id": first["turn_id"] + 10_000}).status_code == 404
         assert mine.post("/feedback", json={**vote, "value": 5}).status_code == 422
-    from chatbot.store import repo
+    from chatbot.store import reviews
 
-    assert repo.get_turn(live.store, first["turn_id"])["feedback"] == -1
+    assert reviews.get_turn(live.store, first["turn_id"])["feedback"] == -1
 
 
 def test_over_the_rate_limit_the_api_answers_429_with_retry_after(live):

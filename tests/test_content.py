@@ -13,7 +13,7 @@ from chatbot import content
 from chatbot.content_gate import ContentGate
 from chatbot.memory import CertifiedMemory, answer_with_memory
 from chatbot.settings import Settings
-from chatbot.store import auth, content_list, repo
+from chatbot.store import auth, content_list, conversations, reviews
 from chatbot.store import content as store_content
 from chatbot.store.db import open_store
 from chatbot.store.models import AuditLog
@@ -91,7 +91,7 @@ def test_import_certify_replace_and_withdraw_follow_through_to_the_answers(env):
     assert len(asthma_links(ans)) == 1 and asthma_links(ans)[0].endswith("@v1")
     v1_id = store_content.get_version(store, "page", 1).id
     assert ans["trace"]["content"]["versions"] == {"page": v1_id}
-    turn_id = repo.record_turn(store, "conv", ans)
+    turn_id = conversations.record_turn(store, "conv", ans)
     with store.session() as s:
         from chatbot.store.models import Turn
 
@@ -183,9 +183,9 @@ def test_withdrawal_suspends_approved_answers_citing_the_document(env):
     content.certify(services, store, clinician, "page")
     memory = CertifiedMemory(store, services, services.embedder)
     first = answer_with_memory("asthma at night", services, memory)
-    turn_id = repo.record_turn(store, "conv", first)
+    turn_id = conversations.record_turn(store, "conv", first)
     links = first["links"]
-    approval_id = repo.record_review(
+    approval_id = reviews.record_review(
         store, clinician, turn_id, "approved", "ok",
         approval={"reply": "Approved asthma reply.", "links": links, "segment_ids": [x["segment_id"] for x in links],
                   "language": "en", **memory.approval_fields("asthma at night")},
@@ -216,8 +216,8 @@ def test_expired_content_is_excluded_or_flagged_by_setting(env, policy):
     memory = CertifiedMemory(store, services, services.embedder)
     first = answer_with_memory("asthma at night", services, memory)
     links = first["links"][:1]
-    approval_id = repo.record_review(
-        store, clinician, repo.record_turn(store, "conv", first), "approved", "ok",
+    approval_id = reviews.record_review(
+        store, clinician, conversations.record_turn(store, "conv", first), "approved", "ok",
         approval={"reply": "Approved asthma reply.", "links": links, "segment_ids": [x["segment_id"] for x in links],
                   "language": "en", **memory.approval_fields("asthma at night")},
     )["approval_id"]  # fmt: skip

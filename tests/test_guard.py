@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from chatbot.contacts import certified_contacts, find_contacts, normalise_url
 from chatbot.guard import (
     GUARDRAILS_RC,
     VALIDATOR_ORDER,
@@ -18,13 +19,10 @@ from chatbot.guard import (
     ReplyLength,
     VerbatimCertified,
     build_guard,
-    certified_contacts,
     ensure_offline_config,
-    find_contacts,
-    normalise_url,
     run_guard,
-    truncate_to_sentences,
 )
+from chatbot.sentences import truncate_to_sentences
 
 CERTIFIED = [
     "Call the maternity unit on 0161 496 0000 if your waters break. See www.nhs.uk/pregnancy/labour/ for more.",

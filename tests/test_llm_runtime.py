@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from chatbot import llm_runtime
-from chatbot.answer import fallback_warning
+from chatbot.answer_object import fallback_warning
 from chatbot.llm import LLMClient, LLMUnavailable, garbage_reason
 from chatbot.llm_server import EmbeddedServer, diagnose_exit
 from chatbot.settings import Settings
@@ -215,15 +215,15 @@ def test_ask_warns_on_stderr_about_a_fallback_even_with_json(tmp_path, monkeypat
 
 
 def test_the_review_queue_marks_and_flags_a_turn_that_fell_back(tmp_path):
-    from chatbot.store import repo
+    from chatbot.store import conversations, reviews
     from chatbot.store.db import open_store
     from ui.review import detail_markdown, queue_choices
 
     store = open_store(Settings(paths={"data_dir": tmp_path}))
     ans = {"question": "Why am I tired?", "reply": "r", "links": [], "status": "answered", "urgent": False, **FELL_BACK}
-    turn_id = repo.record_turn(store, "conv-1", ans)
+    turn_id = conversations.record_turn(store, "conv-1", ans)
 
-    [row] = repo.list_queue(store, "flagged")
+    [row] = reviews.list_queue(store, "flagged")
     assert row["id"] == turn_id and row["llm_fallback"] is True
     assert queue_choices([row])[0][0].endswith("[flagged] [LLM fallback]")
-    assert f"**LLM fallback:** {fallback_warning(FELL_BACK)}" in detail_markdown(repo.get_turn(store, turn_id))
+    assert f"**LLM fallback:** {fallback_warning(FELL_BACK)}" in detail_markdown(reviews.get_turn(store, turn_id))

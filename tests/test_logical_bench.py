@@ -68,7 +68,7 @@ def test_the_grid_embeds_each_term_once(fake_embedder):
 
 def test_a_negconstraint_variant_becomes_logical_settings():
     from chatbot.logical.compose import Operators
-    from chatbot.logical.pipeline import config_for
+    from chatbot.logical.config import config_for
     from chatbot.settings import Settings
     from evaluation.bench_logical import NEGCONSTRAINT_VARIANTS, variant_settings
 

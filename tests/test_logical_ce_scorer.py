@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chatbot.logical import pipeline as logical
+from chatbot.logical.config import VARIANTS, LogicalConfig, config_for
+from chatbot.logical.rescore import cross_encoder_rescore
 from chatbot.pipeline import Services, run_pipeline
 from chatbot.settings import SHIPPED_RERANKER, Settings
 from corpus.model import Document
@@ -180,20 +181,20 @@ def test_no_shipped_model_falls_back_with_a_note(tmp_path, fake_embedder, monkey
 
 def test_an_unknown_term_scorer_is_refused_everywhere():
     with pytest.raises(ValueError, match=r"term_scorer 'monobert': one of \(.*'cross-encoder'\)"):
-        logical.LogicalConfig(term_scorer="monobert")
+        LogicalConfig(term_scorer="monobert")
     with pytest.raises(ValueError, match="term_scorer"):
         Settings(logical={"term_scorer": "monobert"})
     with pytest.raises(ValueError, match="ce_candidates 0: at least 1"):
-        logical.LogicalConfig(ce_candidates=0)
+        LogicalConfig(ce_candidates=0)
     with pytest.raises(ValueError, match="ce_candidates"):
         Settings(logical={"ce_candidates": 0})
 
 
 def test_the_settings_reach_the_config():
-    got = logical.config_for(Settings(logical={"term_scorer": "cross-encoder", "ce_candidates": 7}))
+    got = config_for(Settings(logical={"term_scorer": "cross-encoder", "ce_candidates": 7}))
     assert (got.term_scorer, got.ce_candidates) == ("cross-encoder", 7)
-    assert logical.VARIANTS["logical-ce"] == {"term_scorer": "cross-encoder"}
-    assert logical.VARIANTS["logical-ce-prob"] == {"term_scorer": "cross-encoder", "mode": "probabilistic"}
+    assert VARIANTS["logical-ce"] == {"term_scorer": "cross-encoder"}
+    assert VARIANTS["logical-ce-prob"] == {"term_scorer": "cross-encoder", "mode": "probabilistic"}
 
 
 # -- the shipped model ------------------------------------------------------------------------------------
@@ -230,9 +231,9 @@ def test_the_shipped_cross_encoder_puts_the_card_without_the_excluded_topic_firs
     query = parse('"how to treat a sprained ankle" AND NOT "painkillers"')
     candidates = [Hit(s, 0.5, {}) for s in cards]
     order = np.arange(len(cards))
-    config = logical.LogicalConfig(term_scorer="cross-encoder")
+    config = LogicalConfig(term_scorer="cross-encoder")
 
-    new_order, scores, n, info, probs = logical.cross_encoder_rescore(
+    new_order, scores, n, info, probs = cross_encoder_rescore(
         query, ["how to treat a sprained ankle", "painkillers"], candidates, order, np.zeros(3), model, config
     )
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from chatbot.logical import pipeline as logical
+from chatbot.logical.config import LogicalConfig, config_for
+from chatbot.logical.hydoc_terms import hydoc_term_vectors
 from chatbot.pipeline import Services, get_pipeline, run_pipeline
 from chatbot.settings import Settings
 from corpus.model import Document
@@ -111,9 +113,9 @@ def test_the_hydoc_alone_when_average_question_is_off(tmp_path, server):
 
 def test_the_hydoc_vector_gathers_the_terms_candidates(tmp_path, server):
     services = make_services(tmp_path, server.base_url)
-    config = logical.LogicalConfig(per_term_k=1)
+    config = LogicalConfig(per_term_k=1)
     bare = logical.logical_retrieve(QUESTION, services, config)
-    hyde = logical.logical_retrieve(QUESTION, services, logical.LogicalConfig(per_term_k=1, hydoc_terms=True))
+    hyde = logical.logical_retrieve(QUESTION, services, LogicalConfig(per_term_k=1, hydoc_terms=True))
     assert [h.segment.doc_id for h in bare.candidates] == ["inhaler"]
     assert [h.segment.doc_id for h in hyde.candidates] == ["night"]
 
@@ -174,7 +176,7 @@ def test_an_llm_that_is_down_is_asked_once_per_question(tmp_path):
     names = ["asthma", "diabetes", "fever"]
     vecs = services.embedder.embed_queries(names)
 
-    out, trace = logical.hydoc_term_vectors(["asthma", "diabetes"], names, vecs, services, {})
+    out, trace = hydoc_term_vectors(["asthma", "diabetes"], names, vecs, services, {})
 
     np.testing.assert_array_equal(out, vecs)
     assert trace["llm_calls"] == 1
@@ -213,8 +215,8 @@ def test_hydocs_share_the_hyde_pipelines_cache_key(tmp_path, server):
 
 
 def test_the_setting_reaches_the_config_and_the_variant_is_registered(tmp_path, server):
-    assert logical.config_for(Settings(logical={"hydoc_terms": True})).hydoc_terms is True
-    assert logical.config_for(Settings()).hydoc_terms is False
+    assert config_for(Settings(logical={"hydoc_terms": True})).hydoc_terms is True
+    assert config_for(Settings()).hydoc_terms is False
     assert get_pipeline("logical-hyde") is not None
     services = make_services(tmp_path, server.base_url, hydoc_terms=True)
     result = run_pipeline("logical", QUESTION, services)

@@ -4,6 +4,7 @@ import pytest
 
 from chatbot.logical import pipeline as logical
 from chatbot.logical.compose import Calibration, Operators
+from chatbot.logical.config import LogicalConfig
 from chatbot.logical.llm import extract_query, llm_query
 from chatbot.logical.query import QuerySyntaxError, parse
 from chatbot.pipeline import Services, get_pipeline, naive_pipeline, run_pipeline
@@ -124,7 +125,7 @@ def test_questions_without_logical_structure_get_exactly_the_naive_result(
 )
 def test_variants_keep_the_exclusion(tmp_path, fake_embedder, config):
     services = make_services(tmp_path, fake_embedder, "fusion")
-    result = logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(**config))
+    result = logical.logical_retrieve("asthma other than fever", services, LogicalConfig(**config))
     assert docs_of(result)[0] == "positive"
     assert docs_of(result).index("distractor") > docs_of(result).index("positive")
 
@@ -133,7 +134,7 @@ def test_probabilistic_score_is_the_exact_probability(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
     cal = Calibration(0.5, 10.0)
     result = logical.logical_retrieve(
-        "asthma other than fever", services, logical.LogicalConfig(mode="probabilistic", calibration=cal)
+        "asthma other than fever", services, LogicalConfig(mode="probabilistic", calibration=cal)
     )
     scores = {h.segment.doc_id: h.score for h in result.ranked}
     a, f = 2 / 5**0.5, 1 / 5**0.5
@@ -144,15 +145,15 @@ def test_probabilistic_score_is_the_exact_probability(tmp_path, fake_embedder):
 def test_probabilistic_mode_without_a_fitted_calibration_says_how_to_fit_one(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
     with pytest.raises(ValueError, match="chatbot.logical.calibrate"):
-        logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(mode="probabilistic"))
+        logical.logical_retrieve("asthma other than fever", services, LogicalConfig(mode="probabilistic"))
 
 
 def test_the_plain_rerank_final_mode_undoes_the_exclusion(tmp_path, fake_embedder):
     """Why the default reranks per positive term and keeps the NOT penalty: a plain rerank of the
     positive text ignores the exclusion (with fusion, the distractor's BM25 on "asthma" is higher)."""
     services = make_services(tmp_path, fake_embedder, "fusion")
-    plain = logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(final="rerank"))
-    kept = logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(final="rerank-terms"))
+    plain = logical.logical_retrieve("asthma other than fever", services, LogicalConfig(final="rerank"))
+    kept = logical.logical_retrieve("asthma other than fever", services, LogicalConfig(final="rerank-terms"))
     assert docs_of(plain)[0] == "distractor"
     assert docs_of(kept)[0] == "positive"
 
@@ -193,7 +194,7 @@ def test_llm_query_is_used_when_valid(tmp_path, fake_embedder):
     llm = FakeLLM('```\nQuery: "asthma" AND NOT "fever"\n```')
     services = llm_services(tmp_path, fake_embedder, llm)
     result = logical.logical_retrieve(
-        "asthma other than fever", services, logical.LogicalConfig(query_source="auto", final="composed")
+        "asthma other than fever", services, LogicalConfig(query_source="auto", final="composed")
     )
     assert result.info["logical"]["query"] == '"asthma" AND NOT "fever"'
     assert result.info["logical"]["query_source"]["source"] == "llm"
@@ -205,7 +206,7 @@ def test_llm_query_is_used_when_valid(tmp_path, fake_embedder):
 @pytest.mark.parametrize("llm", [FakeLLM('"asthma" AND AND'), FakeLLM("", fail=True)])
 def test_invalid_or_failing_llm_falls_back_to_the_detector(tmp_path, fake_embedder, llm):
     services = llm_services(tmp_path, fake_embedder, llm)
-    result = logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(query_source="llm"))
+    result = logical.logical_retrieve("asthma other than fever", services, LogicalConfig(query_source="llm"))
     assert result.info["logical"]["query"] == '"asthma" AND NOT "fever"'
     assert result.info["logical"]["query_source"]["source"] == "detector"
     assert "error" in result.info["logical"]["query_source"]
@@ -230,7 +231,7 @@ def test_extract_query_repairs_mechanical_problems_only():
 
 
 def test_orthogonal_negation_removes_the_positive_direction(fake_embedder):
-    from chatbot.logical.pipeline import orthogonal_negations
+    from chatbot.logical.scoring import orthogonal_negations
 
     query = parse('"asthma" AND NOT "asthma fever"')
     names = ["asthma", "asthma fever"]
@@ -242,7 +243,7 @@ def test_orthogonal_negation_removes_the_positive_direction(fake_embedder):
 
 def test_orthogonal_not_keeps_on_topic_documents_that_skip_the_excluded_thing(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
-    config = logical.LogicalConfig(final="composed", orthogonal_not=True)
+    config = LogicalConfig(final="composed", orthogonal_not=True)
     result = logical.logical_retrieve("asthma other than asthma fever", services, config)
     scores = {h.segment.doc_id: h.score for h in result.ranked}
     assert result.info["logical"]["query"] == '"asthma" AND NOT "asthma fever"'
@@ -254,13 +255,13 @@ def test_orthogonal_not_keeps_on_topic_documents_that_skip_the_excluded_thing(tm
 def test_question_candidates_are_added_when_asked(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
     fake_embedder.queries.clear()
-    logical.logical_retrieve("asthma other than fever", services, logical.LogicalConfig(include_question=True))
+    logical.logical_retrieve("asthma other than fever", services, LogicalConfig(include_question=True))
     assert fake_embedder.queries == ["asthma", "fever", "asthma other than fever"]
 
 
 def test_documents_add_a_share_of_their_second_best_segment():
     from chatbot.index import Hit
-    from chatbot.logical.pipeline import aggregate_documents
+    from chatbot.logical.scoring import aggregate_documents
     from corpus.model import Segment
 
     def hit(sid: str, doc_id: str, score: float) -> Hit:

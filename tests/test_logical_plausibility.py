@@ -11,6 +11,7 @@ import pytest
 from chatbot.llm import LLMClient, LLMUnavailable
 from chatbot.logical import pipeline as logical
 from chatbot.logical.compose import Calibration, Operators
+from chatbot.logical.config import VARIANTS, LogicalConfig, config_for
 from chatbot.logical.plausibility import llm_plausibilities, passage_of, true_probability
 from chatbot.pipeline import Services, get_pipeline, pipeline_names, run_pipeline
 from chatbot.prompts import load_prompt
@@ -246,7 +247,7 @@ def test_only_the_top_llm_candidates_are_rescored_and_stay_ahead(tmp_path, fake_
         server.logprobs = doc_reply
         services = orlog_services(tmp_path, fake_embedder, server.base_url, llm_candidates=2)
         embedding = logical.logical_retrieve(
-            "asthma other than fever", services, logical.LogicalConfig(calibration=CAL, mode="probabilistic")
+            "asthma other than fever", services, LogicalConfig(calibration=CAL, mode="probabilistic")
         )
         result = run_pipeline("logical-orlog", "asthma other than fever", services)
     assert docs_of(embedding)[:2] == ["positive", "distractor"]
@@ -259,7 +260,7 @@ def test_orlog_without_a_reachable_llm_keeps_the_embedding_order_and_says_so(tmp
     services = orlog_services(tmp_path, fake_embedder, f"http://127.0.0.1:{closed_port()}/v1")
     result = run_pipeline("logical-orlog", "asthma other than fever", services)
     expected = logical.logical_retrieve(
-        "asthma other than fever", services, logical.LogicalConfig(calibration=CAL, mode="probabilistic")
+        "asthma other than fever", services, LogicalConfig(calibration=CAL, mode="probabilistic")
     )
     assert [(h.segment.id, h.score) for h in result.ranked] == [(h.segment.id, h.score) for h in expected.ranked]
     plaus = result.info["logical"]["plausibility"]
@@ -283,14 +284,14 @@ def test_the_term_scorer_setting_selects_the_llm_for_the_plain_logical_pipeline(
 
 
 def test_the_default_settings_give_the_default_config():
-    assert logical.config_for(Settings()) == logical.LogicalConfig()
+    assert config_for(Settings()) == LogicalConfig()
 
 
 def test_settings_fields_and_a_variant_s_changes_build_the_config():
-    got = logical.config_for(Settings(logical={"and_op": "min", "llm_candidates": 5, "final": "composed"}))
+    got = config_for(Settings(logical={"and_op": "min", "llm_candidates": 5, "final": "composed"}))
     assert got.ops == Operators("min", "sum", "one_minus")
     assert (got.mode, got.llm_candidates, got.final, got.term_scorer) == ("fuzzy", 5, "composed", "embedding")
-    variant = logical.config_for(Settings(logical={"llm_candidates": 5}), **logical.VARIANTS["logical-prob"])
+    variant = config_for(Settings(logical={"llm_candidates": 5}), **VARIANTS["logical-prob"])
     assert (variant.mode, variant.llm_candidates) == ("probabilistic", 5)
 
 
@@ -298,7 +299,7 @@ def test_logical_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("CHATBOT_LOGICAL__TERM_SCORER", "llm-logprob")
     monkeypatch.setenv("CHATBOT_LOGICAL__NOT_OP", "inverse")
     monkeypatch.setenv("CHATBOT_LOGICAL__PER_TERM_K", "7")
-    got = logical.config_for(Settings())
+    got = config_for(Settings())
     assert (got.term_scorer, got.per_term_k) == ("llm-logprob", 7)
     assert got.ops == Operators("product", "sum", "inverse")
 
@@ -311,12 +312,12 @@ def test_an_unknown_term_scorer_is_refused():
     with pytest.raises(ValueError, match="term_scorer"):
         Settings(logical={"term_scorer": "gpt"})
     with pytest.raises(ValueError, match=r"term_scorer 'gpt': one of \('embedding', 'llm-logprob', 'cross-encoder'\)"):
-        logical.LogicalConfig(term_scorer="gpt")
+        LogicalConfig(term_scorer="gpt")
 
 
 def test_every_variant_is_registered_lazily_under_its_name():
-    assert {n for n in pipeline_names() if n.startswith("logical-")} == set(logical.VARIANTS)
-    for name in logical.VARIANTS:
+    assert {n for n in pipeline_names() if n.startswith("logical-")} == set(VARIANTS)
+    for name in VARIANTS:
         get_pipeline(name)
 
 
@@ -362,7 +363,7 @@ def test_eval_retrieval_set_overrides_reach_the_logical_config():
     from evaluation.harness import apply_overrides
 
     settings = apply_overrides(Settings(), ["logical.and_op=min", "logical.term_scorer=llm-logprob"])
-    got = logical.config_for(settings)
+    got = config_for(settings)
     assert got.ops == Operators("min", "sum", "one_minus")
     assert (got.term_scorer, got.mode, got.llm_candidates) == ("llm-logprob", "fuzzy", 20)
     with pytest.raises(ValueError, match="logical.and_op=max"):

@@ -6,7 +6,7 @@ import pytest
 
 from chatbot.memory import CertifiedMemory, answer_with_memory, measure_threshold, same_numbers
 from chatbot.settings import Settings
-from chatbot.store import auth, repo
+from chatbot.store import auth, conversations, reviews
 from chatbot.store.db import open_store
 from corpus.model import Document
 from tests.conftest import indexed_services
@@ -34,9 +34,9 @@ def env(tmp_path, fake_embedder):
 
 
 def approve(store, memory, who, ans, reply="Clinician-approved asthma answer.") -> int:
-    tid = repo.record_turn(store, "conv", ans)
+    tid = conversations.record_turn(store, "conv", ans)
     links = ans["links"][:2]
-    out = repo.record_review(
+    out = reviews.record_review(
         store, who, tid, "approved", "ok",
         approval={"reply": reply, "links": links, "segment_ids": [x["segment_id"] for x in links],
                   "language": ans["language"], **memory.approval_fields(ans["question"])},
@@ -62,9 +62,9 @@ def test_an_approved_answer_is_served_for_an_equivalent_question(env):
         "approved_question": "Why is my asthma bad at night?", "lookup_ms": 0,
     }  # fmt: skip
     assert trace["pipeline_trace"]["pipeline"] == "dense"  # the pipeline still ran (urgency check)
-    tid = repo.record_turn(store, "conv2", again)
-    assert repo.get_turn(store, tid)["answered_by"] == "memory"
-    assert repo.get_turn(store, tid)["approval_id"] == approval_id
+    tid = conversations.record_turn(store, "conv2", again)
+    assert reviews.get_turn(store, tid)["answered_by"] == "memory"
+    assert reviews.get_turn(store, tid)["approval_id"] == approval_id
 
 
 def test_a_different_question_is_not_served_from_memory(env):
@@ -113,9 +113,9 @@ def test_a_revoked_approval_is_no_longer_served_and_the_revocation_is_recorded(e
     assert answer_with_memory("asthma at night", services, memory)["trace"]["memory"]["hit"] is True
     admin = auth.Principal(auth.add_user(store, "ada", "long-password", "admin"), "ada", "admin")
     with pytest.raises(ValueError, match="say why"):
-        repo.revoke_approval(store, admin, approval_id, "  ")
+        reviews.revoke_approval(store, admin, approval_id, "  ")
 
-    out = repo.revoke_approval(store, admin, approval_id, "Caffeine advice changed in the 2026 guideline.")
+    out = reviews.revoke_approval(store, admin, approval_id, "Caffeine advice changed in the 2026 guideline.")
 
     after = answer_with_memory("asthma at night", services, memory)
     assert after["trace"]["memory"]["hit"] is False
@@ -129,35 +129,35 @@ def test_a_revoked_approval_is_no_longer_served_and_the_revocation_is_recorded(e
         assert row.revoked_at is not None
         review = s.get(Review, out["review_id"])
         assert (review.decision, review.user_id, review.turn_id) == ("revoked", admin.id, out["turn_id"])
-    turn = repo.get_turn(store, out["turn_id"])
+    turn = reviews.get_turn(store, out["turn_id"])
     assert turn["review_state"] == "revoked"
     assert [r["decision"] for r in turn["reviews"]] == ["approved", "revoked"]
-    entry = repo.audit_entries(store)[0]
+    entry = auth.audit_entries(store)[0]
     assert (entry["user"], entry["action"], entry["target"]) == ("ada", "approval_revoked", f"approval {approval_id}")
     assert entry["detail"] == {
         "review_id": out["review_id"], "turn_id": out["turn_id"],
         "comment": "Caffeine advice changed in the 2026 guideline.", "question": "asthma at night",
     }  # fmt: skip
-    assert repo.list_approvals(store) == []
-    [listed] = repo.list_approvals(store, include_revoked=True)
+    assert reviews.list_approvals(store) == []
+    [listed] = reviews.list_approvals(store, include_revoked=True)
     assert (listed["id"], listed["active"], listed["revoked_by"], listed["approved_by"]) == (
         approval_id, False, "ada", "clara")  # fmt: skip
     with pytest.raises(ValueError, match="already revoked"):
-        repo.revoke_approval(store, who, approval_id, "again")
+        reviews.revoke_approval(store, who, approval_id, "again")
     with pytest.raises(LookupError):
-        repo.revoke_approval(store, who, 999, "no such approval")
+        reviews.revoke_approval(store, who, 999, "no such approval")
 
 
 def test_a_new_approval_after_a_revocation_is_served(env):
     services, store, memory, who = env
     old = approve(store, memory, who, answer_with_memory("asthma at night", services, memory), reply="old")
-    repo.revoke_approval(store, who, old, "outdated")
+    reviews.revoke_approval(store, who, old, "outdated")
     new = approve(store, memory, who, answer_with_memory("asthma at night", services, memory), reply="new")
     served = answer_with_memory("asthma at night", services, memory)
     assert (served["reply"], served["trace"]["memory"]["approval_id"]) == ("new", new)
-    assert [a["id"] for a in repo.list_approvals(store)] == [new]
-    repo.record_turn(store, "conv3", served)
-    assert [(a["id"], a["served"]) for a in repo.list_approvals(store, include_revoked=True)] == [(new, 1), (old, 0)]
+    assert [a["id"] for a in reviews.list_approvals(store)] == [new]
+    conversations.record_turn(store, "conv3", served)
+    assert [(a["id"], a["served"]) for a in reviews.list_approvals(store, include_revoked=True)] == [(new, 1), (old, 0)]
 
 
 ITALIAN = "Il mio asthma peggiora di notte, perché?"  # the fake embedder sees only "asthma": cosine 1.0
@@ -238,8 +238,8 @@ def test_minilm_reuses_a_paraphrase_and_rejects_a_near_miss_at_the_configured_th
 def test_memory_never_replaces_a_safety_outcome_or_another_language(env, monkeypatch, base, skipped):
     services, store, memory, who = env
     first = answer_with_memory("asthma at night", services, memory)
-    tid = repo.record_turn(store, "conv", {**first, "language": "en"})  # the approved answer is English
-    repo.record_review(store, who, tid, "approved", approval={
+    tid = conversations.record_turn(store, "conv", {**first, "language": "en"})  # the approved answer is English
+    reviews.record_review(store, who, tid, "approved", approval={
         "reply": "approved", "links": first["links"], "segment_ids": [], "language": "en",
         **memory.approval_fields("asthma at night")})  # fmt: skip
     monkeypatch.setattr("chatbot.memory.answer", lambda q, s, p=None: {**base, "question": q, "trace": {}})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chatbot.settings import Settings
-from chatbot.store import repo
+from chatbot.store import reviews
 from tests.browser.support import build_services, ui_settings
 from tests.conftest import FakeEmbedder
 from tests.fake_openai import FakeOpenAIServer
@@ -73,8 +73,8 @@ def test_a_generative_draft_streams_to_the_chat_then_the_validated_reply_replace
     assert final["content"].startswith("A baby with a fever should see a doctor.\n\n**Sources:**\n1. [")
     assert "evil" not in final["content"]
     assert len(streamed) == 2  # the chat label, then the checked reply at once (no second typing)
-    (row,) = repo.list_queue(state.store, "all")  # the stored turn: the validated reply, the draft in its trace
-    stored = repo.get_turn(state.store, row["id"])
+    (row,) = reviews.list_queue(state.store, "all")  # the stored turn: the validated reply, the draft in its trace
+    stored = reviews.get_turn(state.store, row["id"])
     assert stored["reply"] == "A baby with a fever should see a doctor."
     attempt = stored["trace"]["compose"]["attempts"][0]
     assert (attempt["mode"], attempt["streamed"], attempt["draft"]) == ("generative", True, LLM_REPLY)

@@ -22,7 +22,7 @@ from chatbot.stages.redflags import (
     screen,
     urgent_fields,
 )
-from chatbot.store import auth, repo
+from chatbot.store import auth, conversations, reviews
 from chatbot.store.db import open_store
 from corpus.importers import read_corpus
 from corpus.model import Document
@@ -310,9 +310,9 @@ def test_a_memory_hit_without_the_pipeline_still_runs_the_screen(services, tmp_p
     memory = CertifiedMemory(store, services, fake_embedder)
     who = auth.Principal(auth.add_user(store, "clara", "long-password", "clinician"), "clara", "clinician")
     first = answer_with_memory("asthma at night and I want to kill myself", services, memory)
-    tid = repo.record_turn(store, "conv", first)
+    tid = conversations.record_turn(store, "conv", first)
     links = first["links"][:1]
-    repo.record_review(
+    reviews.record_review(
         store, who, tid, "approved", "ok",
         approval={"reply": "Approved asthma answer.", "links": links, "segment_ids": [x["segment_id"] for x in links],
                   "language": "en", **memory.approval_fields("asthma at night")},

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from chatbot.settings import Settings
-from chatbot.store import auth, evals, repo
+from chatbot.store import auth, conversations, evals, reviews, storable
 from chatbot.store.db import current_revision, downgrade, make_engine, migrate, open_store
 from chatbot.store.models import Conversation
 
@@ -92,38 +92,40 @@ def test_the_migrated_schema_matches_the_models_and_0002_steps_back(store):
 
 
 def test_turn_feedback_queue_filters_and_review_with_audit(store):
-    conv = repo.new_conversation_id()
-    tid = repo.record_turn(store, conv, ANSWER, latency_ms=12.5)
-    other = repo.record_turn(store, conv, {**ANSWER, "status": "no_certified_info", "links": [], "reply": "none"})
-    assert repo.set_feedback(store, conv, tid, -1)
-    assert not repo.set_feedback(store, "someone-else", tid, 1)  # only the turn's own conversation
-    assert [r["id"] for r in repo.list_queue(store, "thumbs_down")] == [tid]
-    assert [r["id"] for r in repo.list_queue(store, "flagged")] == [other]
-    assert {r["id"] for r in repo.list_queue(store, "unreviewed")} == {tid, other}
+    conv = conversations.new_conversation_id()
+    tid = conversations.record_turn(store, conv, ANSWER, latency_ms=12.5)
+    other = conversations.record_turn(
+        store, conv, {**ANSWER, "status": "no_certified_info", "links": [], "reply": "none"}
+    )
+    assert conversations.set_feedback(store, conv, tid, -1)
+    assert not conversations.set_feedback(store, "someone-else", tid, 1)  # only the turn's own conversation
+    assert [r["id"] for r in reviews.list_queue(store, "thumbs_down")] == [tid]
+    assert [r["id"] for r in reviews.list_queue(store, "flagged")] == [other]
+    assert {r["id"] for r in reviews.list_queue(store, "unreviewed")} == {tid, other}
 
     uid = auth.add_user(store, "clara", "long-password", "clinician")
     who = auth.Principal(uid, "clara", "clinician")
-    out = repo.record_review(
+    out = reviews.record_review(
         store, who, tid, "approved", "fine", {"caffeine#1": True, "alcohol#1": False},
         picked=[{"segment_id": "foods#2", "doc_id": "foods", "title": "Foods", "url": "https://example.org/foods"}],
         approval={"reply": "r", "links": ANSWER["links"][:2], "segment_ids": ["caffeine#1", "foods#1"],
                   "vector": b"\x00" * 8, "embedding_model": "fake"},
     )  # fmt: skip
-    turn = repo.get_turn(store, tid)
+    turn = reviews.get_turn(store, tid)
     assert turn["review_state"] == "approved" and turn["feedback"] == -1 and turn["latency_ms"] == 12.5
     assert turn["trace"] == ANSWER["trace"]
-    verdicts = repo.link_verdicts(store)
+    verdicts = reviews.link_verdicts(store)
     assert [(v["segment_id"], v["doc_id"], v["relevant"], v["source"]) for v in verdicts] == [
         ("caffeine#1", "caffeine", True, "review"),
         ("alcohol#1", "alcohol", False, "review"),
         ("foods#2", "foods", True, "picked"),
     ]
-    entry = repo.audit_entries(store)[0]
+    entry = auth.audit_entries(store)[0]
     assert (entry["user"], entry["action"], entry["target"]) == ("clara", "review_approved", f"turn {tid}")
     assert entry["detail"]["approval_id"] == out["approval_id"]
     with pytest.raises(ValueError, match="not one of the turn's links"):
-        repo.record_review(store, who, tid, "verdicts", verdicts={"elsewhere#9": True})
-    assert repo.counts(store) == {"turns": 2, "reviews": 1, "approvals": 1}
+        reviews.record_review(store, who, tid, "verdicts", verdicts={"elsewhere#9": True})
+    assert reviews.counts(store) == {"turns": 2, "reviews": 1, "approvals": 1}
 
 
 # Invalid questions as answer() returns them, and what is stored: (question, stored question, stored reply,
@@ -139,7 +141,7 @@ INVALID_INPUTS = [
     ),
     (
         "a" * 12_000,
-        "a" * repo.STORED_QUESTION_MAX_CHARS,
+        "a" * storable.STORED_QUESTION_MAX_CHARS,
         "Your question is too long (12000 characters); please keep it under 2000.\n"
         "La domanda è troppo lunga (12000 caratteri); resta sotto i 2000.",
         {"chars": 12_000, "escaped": 0, "truncated": True},
@@ -157,11 +159,11 @@ def check_invalid_input_turns_are_stored_safely(store) -> None:
 
     # invalid input never reaches the pipeline; the red-flag screen still runs (rules only here)
     services = SimpleNamespace(settings=Settings(), redflag_classifier=None)
-    conv = repo.new_conversation_id()
+    conv = conversations.new_conversation_id()
     for question, stored, reply, note in INVALID_INPUTS:
         ans = answer(question, services)
         assert (ans["status"], ans["reply"], ans["links"], ans["urgent"]) == ("invalid_input", reply, [], False)
-        turn = repo.get_turn(store, repo.record_turn(store, conv, ans, latency_ms=1.0))
+        turn = reviews.get_turn(store, conversations.record_turn(store, conv, ans, latency_ms=1.0))
         assert (turn["question"], turn["reply"], turn["links"], turn["status"]) == (stored, reply, [], "invalid_input")
         assert turn["language"] == "unknown" and turn["flagged"] is False
         assert turn["trace"].get("input") == note
@@ -170,11 +172,11 @@ def check_invalid_input_turns_are_stored_safely(store) -> None:
         screen = {k: v for k, v in safety["red_flag_screen"].items() if k != "ms"}
         assert screen == {"actions": [], "classifier": None, "rules": [], "urgent": False}
     drafted = {**ANSWER, "trace": {**ANSWER["trace"], "compose": {"attempts": [{"draft": "caf\x00feine"}]}}}
-    turn = repo.get_turn(store, repo.record_turn(store, conv, drafted))
+    turn = reviews.get_turn(store, conversations.record_turn(store, conv, drafted))
     assert turn["trace"]["compose"] == {"attempts": [{"draft": "caf\\x00feine"}]}
     assert "input" not in turn["trace"]
-    assert [r["status"] for r in repo.list_queue(store, "all")] == ["answered"]  # invalid turns are not queued
-    assert repo.counts(store)["turns"] == 4
+    assert [r["status"] for r in reviews.list_queue(store, "all")] == ["answered"]  # invalid turns are not queued
+    assert reviews.counts(store)["turns"] == 4
 
 
 def test_invalid_input_turns_are_recorded_with_control_characters_escaped(store):
@@ -182,12 +184,12 @@ def test_invalid_input_turns_are_recorded_with_control_characters_escaped(store)
 
 
 def test_storable_text_escapes_only_what_a_database_cannot_hold():
-    assert repo.storable_text("a\x00b\tc\nd\re\x0bf\x85g\udfffh ✓") == (
+    assert storable.storable_text("a\x00b\tc\nd\re\x0bf\x85g\udfffh ✓") == (
         "a\\x00b\tc\nd\re\\x0bf\\x85g\\udfffh ✓",
         4,
     )
-    assert repo.storable_question(None) == ("None", None)
-    assert repo.storable_question("ok") == ("ok", None)
+    assert storable.storable_question(None) == ("None", None)
+    assert storable.storable_question("ok") == ("ok", None)
 
 
 def test_passwords_are_hashed_and_users_validated(store):
@@ -207,28 +209,28 @@ def test_passwords_are_hashed_and_users_validated(store):
 
 
 def test_retention_deletes_old_conversations_but_keeps_reviews(store):
-    conv_old, conv_new = repo.new_conversation_id(), repo.new_conversation_id()
-    old_tid = repo.record_turn(store, conv_old, ANSWER)
-    repo.record_turn(store, conv_new, ANSWER)
+    conv_old, conv_new = conversations.new_conversation_id(), conversations.new_conversation_id()
+    old_tid = conversations.record_turn(store, conv_old, ANSWER)
+    conversations.record_turn(store, conv_new, ANSWER)
     uid = auth.add_user(store, "clara", "long-password", "clinician")
-    repo.record_review(
+    reviews.record_review(
         store, auth.Principal(uid, "clara", "clinician"), old_tid, "verdicts", verdicts={"caffeine#1": True}
     )
     with store.session() as s:
         s.get(Conversation, conv_old).last_activity -= timedelta(days=31)
 
-    assert repo.purge_expired(store, 30) == 1
-    assert repo.purge_expired(store, 0) == 0  # 0 keeps forever
-    assert [r["question"] for r in repo.list_queue(store, "all")] == [ANSWER["question"]]
-    assert repo.get_turn(store, old_tid) is None
-    assert len(repo.link_verdicts(store)) == 1  # the judged data keeps its own copy of the question
+    assert conversations.purge_expired(store, 30) == 1
+    assert conversations.purge_expired(store, 0) == 0  # 0 keeps forever
+    assert [r["question"] for r in reviews.list_queue(store, "all")] == [ANSWER["question"]]
+    assert reviews.get_turn(store, old_tid) is None
+    assert len(reviews.link_verdicts(store)) == 1  # the judged data keeps its own copy of the question
 
 
 CHILD = textwrap.dedent(
     """
     import sys
     from chatbot.settings import Settings
-    from chatbot.store import auth, evals, repo
+    from chatbot.store import auth, conversations, evals, reviews, storable
     from chatbot.store.db import open_store
 
     settings = Settings(paths={"data_dir": sys.argv[1]}, store={"url": sys.argv[2] or None})
@@ -241,8 +243,8 @@ CHILD = textwrap.dedent(
     sid = evals.create_session(store, "crash", questions, ["p"], lambda text, p: answer)
     i = 0
     while True:  # write until killed; report each write only after its commit returned
-        tid = repo.record_turn(store, f"conv-{i}", answer)
-        review = repo.record_review(store, clin, tid, "verdicts", "ok", {"d#1": i % 2 == 0})
+        tid = conversations.record_turn(store, f"conv-{i}", answer)
+        review = reviews.record_review(store, clin, tid, "verdicts", "ok", {"d#1": i % 2 == 0})
         item = evals.next_item(store, sid, ev.id)
         rating = evals.save_rating(store, ev, item["answer_id"], {
             "q1_relevant": True, "q2_links": [True], "q3_quality": 1 + i % 5, "q4_reliability": 3,
@@ -307,10 +309,10 @@ def test_qrels_export_is_read_by_the_retrieval_harness(store, tmp_path, fake_emb
     services.index.sync(segment_documents(docs, 200, 10))
     uid = auth.add_user(store, "clara", "long-password", "clinician")
     who = auth.Principal(uid, "clara", "clinician")
-    tid = repo.record_turn(store, "c", ANSWER)
-    repo.record_review(store, who, tid, "verdicts", verdicts={"caffeine#1": True, "alcohol#1": True})
-    tid2 = repo.record_turn(store, "c", {**ANSWER, "question": "is coffee  safe in PREGNANCY?"})
-    repo.record_review(store, who, tid2, "verdicts", verdicts={"alcohol#1": False})  # later verdict wins
+    tid = conversations.record_turn(store, "c", ANSWER)
+    reviews.record_review(store, who, tid, "verdicts", verdicts={"caffeine#1": True, "alcohol#1": True})
+    tid2 = conversations.record_turn(store, "c", {**ANSWER, "question": "is coffee  safe in PREGNANCY?"})
+    reviews.record_review(store, who, tid2, "verdicts", verdicts={"alcohol#1": False})  # later verdict wins
 
     from chatbot.store.qrels import export_qrels, query_id
 

@@ -182,7 +182,7 @@ def test_login_is_rate_limited_per_address_and_an_outsider_cannot_lock_a_clinici
     """Own app and database: the limit counts per client address, which the other tests share."""
     from fastapi.testclient import TestClient
 
-    from chatbot.store import auth, repo
+    from chatbot.store import auth
     from chatbot.store.db import open_store
     from ui.app import create_app
 
@@ -202,7 +202,7 @@ def test_login_is_rate_limited_per_address_and_an_outsider_cannot_lock_a_clinici
     assert who.username == "clara" and token
     assert time.perf_counter() - start >= 0.5  # login_backoff_s(3 failures, limit 3)
     assert auth.login(store, "nobody", "x" * 10, "third-address", settings.server) is None
-    actions = [e["action"] for e in repo.audit_entries(store)]
+    actions = [e["action"] for e in auth.audit_entries(store)]
     assert actions.count("login_failed") >= 3 and "login_throttled" in actions
     app.state.stop_housekeeping.set()
 
@@ -218,7 +218,7 @@ def _fn(deps: list[dict], elem_target: int, event: str) -> int:
 
 
 def test_a_clinician_picks_a_better_segment_from_the_top_50_and_approves_it(clients, live):
-    from chatbot.store import repo
+    from chatbot.store import reviews
 
     client = clients["clinician"]
     config = client.get("/review/config").json()
@@ -229,7 +229,7 @@ def test_a_clinician_picks_a_better_segment_from_the_top_50_and_approves_it(clie
     turn_id = loaded["output"]["data"][1]["choices"][0][1]
     detail = call_event(client, "/review", _fn(deps, ids["queue"], "change"), [turn_id], session_hash=visit)
     picks = detail["output"]["data"][5]["choices"]
-    shown = {link["segment_id"] for link in repo.get_turn(live.state.store, turn_id)["links"]}
+    shown = {link["segment_id"] for link in reviews.get_turn(live.state.store, turn_id)["links"]}
     label, chosen = next(p for p in picks if p[1] not in shown)  # a top-50 segment that was not shown
     approve = _fn(deps, ids["approve"], "click")
     done = call_event(
@@ -245,9 +245,9 @@ def test_a_clinician_picks_a_better_segment_from_the_top_50_and_approves_it(clie
         links, reply = approval.links, approval.reply
     assert links[0]["segment_id"] == chosen
     assert label.split(" — ", 1)[1][:100] in reply  # its certified text is now the reply
-    turn = repo.get_turn(live.state.store, turn_id)
+    turn = reviews.get_turn(live.state.store, turn_id)
     assert turn["links"][1] not in links  # marked not relevant
-    verdicts = [(v["segment_id"], v["relevant"], v["source"]) for v in repo.link_verdicts(live.state.store)]
+    verdicts = [(v["segment_id"], v["relevant"], v["source"]) for v in reviews.link_verdicts(live.state.store)]
     assert (chosen, True, "picked") in verdicts
 
 
@@ -312,18 +312,18 @@ def test_the_patient_page_speaks_the_browser_language_then_the_patients(clients)
 
 
 def test_state_changing_requests_from_another_origin_are_refused(clients, live):
-    from chatbot.store import repo
+    from chatbot.store import auth, reviews
 
     clinician, evaluator, anon = clients["clinician"], clients["evaluator"], clients["anonymous"]
     config = clinician.get("/review/config").json()
     ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
     flag = _fn(config["dependencies"], ids["flag"], "click")
     refresh = _fn(config["dependencies"], ids["queue-filter"], "change")
-    turn_id = repo.list_queue(live.state.store, "all")[-1]["id"]
+    turn_id = reviews.list_queue(live.state.store, "all")[-1]["id"]
     body = {"data": [turn_id, None, None, None, [], "forged", "All"], "fn_index": flag, "session_hash": "csrf1"}
     same_site = f"http://127.0.0.1:{free_port()}"  # another port of this host: the SameSite cookie still travels
-    reviews_before = repo.counts(live.state.store)["reviews"]
-    audit_before = len(repo.audit_entries(live.state.store, limit=10_000))
+    reviews_before = reviews.counts(live.state.store)["reviews"]
+    audit_before = len(auth.audit_entries(live.state.store, limit=10_000))
     forged = [
         {"origin": same_site},
         {"origin": "https://evil.example"},
@@ -347,8 +347,8 @@ def test_state_changing_requests_from_another_origin_are_refused(clients, live):
                 r = client.post(path, json=payload, headers=headers)
             assert (r.status_code, r.json()) == (403, {"detail": "cross-origin request refused"}), (path, headers)
             assert "set-cookie" not in r.headers
-    assert repo.counts(live.state.store)["reviews"] == reviews_before
-    assert len(repo.audit_entries(live.state.store, limit=10_000)) == audit_before  # not even a failed login
+    assert reviews.counts(live.state.store)["reviews"] == reviews_before
+    assert len(auth.audit_entries(live.state.store, limit=10_000)) == audit_before  # not even a failed login
     for headers in ({"sec-fetch-site": "same-site"}, {"referer": f"{same_site}/page.html"}):  # e.g. an <img>
         r = clinician.get("/logout", headers=headers, follow_redirects=False)
         assert (r.status_code, r.json()) == (403, {"detail": "cross-origin request refused"})
@@ -412,20 +412,20 @@ def test_trusted_origins_come_from_the_settings(tmp_path):
 
 
 def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops_serving_it(clients, live):
-    from chatbot.store import repo
+    from chatbot.store import auth, reviews
     from chatbot.store.auth import Principal
     from ui.review import approval_choices
 
     store, anon = live.state.store, clients["anonymous"]
     question = "Can my baby sleep in my bed with me?"  # the fake embedder sees only "sleep"
     ask_api(anon, question)
-    turn = repo.get_turn(store, repo.list_queue(store, "all")[0]["id"])
+    turn = reviews.get_turn(store, reviews.list_queue(store, "all")[0]["id"])
     assert turn["question"] == question
     clara = Principal(next(u for u in _users(store) if u[1] == "clara")[0], "clara", "clinician")
     approval = {"reply": "Certified bed-sharing answer.", "links": turn["links"], "language": "en",
                 "segment_ids": [x["segment_id"] for x in turn["links"]],
                 **live.state.memory.approval_fields(question)}  # fmt: skip
-    approval_id = repo.record_review(store, clara, turn["id"], "approved", "ok", approval=approval)["approval_id"]
+    approval_id = reviews.record_review(store, clara, turn["id"], "approved", "ok", approval=approval)["approval_id"]
     paraphrase = "sleep: may the baby share my bed?"
     served = ask_api(anon, paraphrase)["output"]["data"][0][-1]["content"][0]["text"]
     assert served.startswith("Certified bed-sharing answer.") and "Answer approved by a clinician." in served
@@ -437,7 +437,7 @@ def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops
     visit = "revoke-visit"
     loaded = call_event(client, "/review", 0, ["All"], session_hash=visit)  # the page load lists the approvals
     listed = [tuple(c) for c in loaded["output"]["data"][4]["choices"]]
-    assert listed == approval_choices(repo.list_approvals(store))
+    assert listed == approval_choices(reviews.list_approvals(store))
     assert (f"#{approval_id} · {question} · en · approved by clara · served 1×", approval_id) in listed
     assert call_event(clients["evaluator"], "/review", revoke, [approval_id, "x", False]) == {
         "http_status": 403, "body": '{"detail": "not allowed for your role"}'}  # fmt: skip
@@ -455,10 +455,10 @@ def test_a_clinician_revokes_an_approval_through_the_review_api_and_memory_stops
     assert comment == ""
     again = ask_api(anon, paraphrase)["output"]["data"][0][-1]["content"][0]["text"]
     assert "Certified bed-sharing answer." not in again and "Answer approved by a clinician." not in again
-    entry = repo.audit_entries(store)[0]
+    entry = auth.audit_entries(store)[0]
     assert (entry["user"], entry["action"], entry["target"], entry["detail"]["comment"]) == (
         "clara", "approval_revoked", f"approval {approval_id}", "Bed-sharing advice under review.")  # fmt: skip
-    assert repo.get_turn(store, turn["id"])["review_state"] == "revoked"
+    assert reviews.get_turn(store, turn["id"])["review_state"] == "revoked"
 
 
 def test_invalid_questions_get_a_polite_reply_and_are_still_recorded(clients, live):
@@ -509,7 +509,7 @@ def _users(store) -> list[tuple[int, str]]:
 def test_healthz_says_ok_or_not_ok_and_nothing_else(tmp_path, monkeypatch):
     from fastapi.testclient import TestClient
 
-    from chatbot.store import repo
+    from chatbot.store import reviews
     from chatbot.store.db import open_store
     from ui.app import create_app
 
@@ -523,7 +523,7 @@ def test_healthz_says_ok_or_not_ok_and_nothing_else(tmp_path, monkeypatch):
         def database_down(store):
             raise OSError("database file gone")
 
-        monkeypatch.setattr(repo, "counts", database_down)
+        monkeypatch.setattr(reviews, "counts", database_down)
         down = client.get("/healthz")
         assert (down.status_code, down.json()) == (503, {"ok": False})
     app.state.stop_housekeeping.set()

@@ -12,7 +12,7 @@ from fastapi import Request
 
 from chatbot.memory import CertifiedMemory
 from chatbot.service import ChatService
-from chatbot.store import auth, evals, ratelimit, repo
+from chatbot.store import auth, conversations, evals, ratelimit, reviews
 from chatbot.store.db import Store, open_store
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def _housekeeping(state: AppState, stop: threading.Event) -> None:
     """Retention purge and auth pruning at start, then hourly."""
     while True:
         try:
-            n = repo.purge_expired(state.store, state.settings.store.retention_days)
+            n = conversations.purge_expired(state.store, state.settings.store.retention_days)
             auth.prune_auth(state.store, state.settings.server)
             ratelimit.prune(state.store)
             if n:
@@ -117,7 +117,7 @@ def create_app(
     def healthz():
         # ok or not ok and nothing else: row counts would tell anyone how the service is used
         try:
-            repo.counts(state.store)  # the database answers
+            reviews.counts(state.store)  # the database answers
         except Exception:  # noqa: BLE001 - any failure is "not ok"
             log.exception("healthz: the database does not answer")
             return JSONResponse({"ok": False}, status_code=503)

@@ -21,7 +21,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot.observability import RATE_LIMITED
-from chatbot.store import ratelimit, repo
+from chatbot.store import conversations, ratelimit, storable
 from ui.i18n import accept_language, detect_language, page_language, t
 
 log = logging.getLogger(__name__)
@@ -111,9 +111,9 @@ def public_answer(ans: dict[str, Any]) -> dict[str, Any]:
 def conversation_id_of(conv: Any) -> str:
     """The conversation id the browser sent back, when it is one we could have issued (a UUID); else a new one."""
     value = conv.get("conversation_id") if isinstance(conv, dict) else None
-    if isinstance(value, str) and repo.is_conversation_id(value):
+    if isinstance(value, str) and conversations.is_conversation_id(value):
         return value
-    return repo.new_conversation_id()
+    return conversations.new_conversation_id()
 
 
 def shown_question(message: str, max_chars: int) -> str:
@@ -121,7 +121,7 @@ def shown_question(message: str, max_chars: int) -> str:
     ``max_chars`` (an over-long question is refused anyway); empty for a blank message."""
     if not message.strip():
         return ""
-    return repo.storable_text(message[:max_chars])[0] + ("…" if len(message) > max_chars else "")
+    return storable.storable_text(message[:max_chars])[0] + ("…" if len(message) > max_chars else "")
 
 
 def banner_html(ans: dict[str, Any] | None, lang: str) -> str:
@@ -302,11 +302,11 @@ def build_patient_app(state: Any):
         conversation_id = conv.get("conversation_id")
         if not isinstance(turn_id, int) or not isinstance(conversation_id, str):
             return
-        if not repo.is_conversation_id(conversation_id):
+        if not conversations.is_conversation_id(conversation_id):
             return
         liked = data.liked
         value = 1 if liked is True else -1 if liked is False else None
-        repo.set_feedback(state.store, conversation_id, turn_id, value)
+        conversations.set_feedback(state.store, conversation_id, turn_id, value)
 
     with gr.Blocks(title="Ask a certified health question", analytics_enabled=False) as demo:
         # the conversation's state, held by the browser (any replica can serve the next event)

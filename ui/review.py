@@ -8,9 +8,9 @@ from typing import Any
 
 import gradio as gr
 
-from chatbot.answer import fallback_warning
+from chatbot.answer_object import fallback_warning
 from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
-from chatbot.store import repo
+from chatbot.store import auth, reviews
 from ui.security import require
 
 ROLES = ("clinician", "admin")
@@ -168,7 +168,7 @@ def build_review_app(state: Any):
 
     def on_load(kind_label: str, request: gr.Request):
         who = require(state, request, *ROLES)
-        rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+        rows = reviews.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
         header = f"Signed in as **{who.username}** ({who.role}) · [Log out](/logout)"
         if who.role == "admin":
             header += " · [Evaluation sessions](/evaluate/)"
@@ -178,18 +178,18 @@ def build_review_app(state: Any):
             gr.update(choices=queue_choices(rows), value=None),
             gr.update(visible=who.role == "admin"),
             audit_rows,
-            gr.update(choices=approval_choices(repo.list_approvals(store)), value=None),
+            gr.update(choices=approval_choices(reviews.list_approvals(store)), value=None),
         )
 
     def refresh_approvals(show_revoked: bool, request: gr.Request):
         require(state, request, *ROLES)
-        return gr.update(choices=approval_choices(repo.list_approvals(store, bool(show_revoked))), value=None)
+        return gr.update(choices=approval_choices(reviews.list_approvals(store, bool(show_revoked))), value=None)
 
     def open_approval(approval_id, show_revoked: bool, request: gr.Request):
         require(state, request, *ROLES)
         if approval_id is None:  # the list was refreshed: keep showing the last one
             return gr.update()
-        row = next((r for r in repo.list_approvals(store, True) if r["id"] == int(approval_id)), None)
+        row = next((r for r in reviews.list_approvals(store, True) if r["id"] == int(approval_id)), None)
         if row is None:
             raise gr.Error(f"No approval {approval_id}")
         return approval_markdown(row)
@@ -199,13 +199,13 @@ def build_review_app(state: Any):
         if approval_id is None:
             raise gr.Error("Pick an approved answer first.")
         try:
-            repo.revoke_approval(store, who, int(approval_id), comment or "")
+            reviews.revoke_approval(store, who, int(approval_id), comment or "")
         except (ValueError, LookupError) as exc:
             raise gr.Error(str(exc).capitalize() + ".") from exc
-        row = next(r for r in repo.list_approvals(store, True) if r["id"] == int(approval_id))
+        row = next(r for r in reviews.list_approvals(store, True) if r["id"] == int(approval_id))
         return (
             f"⛔ Approval #{approval_id} revoked: memory no longer serves it.",
-            gr.update(choices=approval_choices(repo.list_approvals(store, bool(show_revoked))), value=None),
+            gr.update(choices=approval_choices(reviews.list_approvals(store, bool(show_revoked))), value=None),
             approval_markdown(row),
             "",
         )
@@ -213,12 +213,12 @@ def build_review_app(state: Any):
     def _audit_rows():
         return [
             [e["id"], e["at"], e["user"], e["action"], e["target"], json.dumps(e["detail"])[:300]]
-            for e in repo.audit_entries(store)
+            for e in auth.audit_entries(store)
         ]
 
     def refresh(kind_label: str, request: gr.Request):
         require(state, request, *ROLES)
-        rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+        rows = reviews.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
         return gr.update(choices=queue_choices(rows), value=None)
 
     def open_turn(turn_id, request: gr.Request):
@@ -226,10 +226,10 @@ def build_review_app(state: Any):
         if turn_id is None:  # the queue was refreshed: keep showing what the clinician just acted on
             return tuple(gr.update() for _ in range(10))
         empty_link = gr.update(visible=False, value=None)
-        turn = repo.get_turn(store, int(turn_id))
+        turn = reviews.get_turn(store, int(turn_id))
         if turn is None:
             raise gr.Error(f"No turn {turn_id}")
-        repo.audit_action(store, who, "review_view", "turn", turn["id"])
+        auth.audit_action(store, who, "review_view", "turn", turn["id"])
         trace = turn["trace"] or {}
         source = trace.get("pipeline_trace") if trace.get("answered_by") == "memory" else trace
         candidates = (source or {}).get("candidates", [])
@@ -273,7 +273,7 @@ def build_review_app(state: Any):
             who = require(state, request, *ROLES)
             if turn_id is None:
                 raise gr.Error("Pick a question from the queue first.")
-            turn = repo.get_turn(store, int(turn_id))
+            turn = reviews.get_turn(store, int(turn_id))
             if turn is None:
                 raise gr.Error(f"No turn {turn_id}")
             verdicts = _verdicts(turn, v1, v2, v3)
@@ -286,10 +286,10 @@ def build_review_app(state: Any):
                 approval = _approval(turn, verdicts, picked_segs)
             if decision == "rejected" and not (comment or "").strip():
                 raise gr.Error("Please say why you reject the answer.")
-            result = repo.record_review(
+            result = reviews.record_review(
                 store, who, int(turn_id), decision, comment or "", verdicts, picked_segs, approval
             )
-            rows = repo.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
+            rows = reviews.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
             message = {
                 "approved": f"✅ Approved (approval #{result['approval_id']}): equivalent questions get this answer.",
                 "rejected": "❌ Rejected.",

@@ -27,141 +27,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chatbot.logical.cues import (
+    ABBREVIATIONS,
+    BEYOND_RE,
+    CUE_RE,
+    IMPERATIVE,
+    LEADING_FILLER,
+    LETTER_MARKER,
+    NOT_BUT_EN,
+    NOT_BUT_IT,
+    OTHER_RE,
+    PLAIN_WITHOUT_RE,
+    SENTINEL,
+    STOPWORDS,
+    TERMINATOR,
+    TRIVIAL,
+    cue_language,
+)
 from chatbot.logical.query import And, Node, Not, Term, to_string
-
-# -- cue phrases -----------------------------------------------------------------------------------------
-
-_DISCOURSE_EN = (
-    r"(?:mentioning|mention(?:ing)?\s+of|referring\s+to|referencing|reference\s+to|references\s+to|"
-    r"discussing|discussion\s+of|considering|including|covering|focusing\s+on|talking\s+about|"
-    r"going\s+into|touching\s+on|addressing|counting|bringing\s+up)"
-)
-_VERB_EN = r"(?:mention|include|discuss|cover|talk\s+about|refer\s+to|consider|focus\s+on|bring\s+up|go\s+into)"
-_DISCOURSE_IT = (
-    r"(?:parlare\s+(?:di|del|dello|della|dei|degli|delle|dell')|menzionare|citare|nominare|considerare|"
-    r"includere|contare|trattare|discutere|fare\s+riferimento\s+(?:a|al|allo|alla|ai|agli|alle|all')|"
-    r"riferimenti?\s+(?:a|al|allo|alla|ai|agli|alle|all'))"
-)
-_ART_IT = r"(?:a|ad|al|allo|alla|ai|agli|alle|all')"
-_DA_IT = r"(?:da|dal|dallo|dalla|dai|dagli|dalle|dall')"
-_DI_IT = r"(?:di|del|dello|della|dei|degli|delle|dell')"
-_NP_EN = r"(?:about|the|a|an|in|on|for|regarding|his|her|its|their|my|your|our|this|that|these|those)\b"
-_NP_IT = (
-    r"(?:il|lo|la|i|gli|le|l'|un|una|uno|un'|di|del|dello|della|dei|degli|delle|a|al|allo|alla|ai|agli|"
-    r"alle|per|su|sul|sulla|sui|sugli|quello|quella|quelli|quelle|riguardo)\b"
-)
-
-# (regex, language). Longer cues first so "but not including" wins over "but not".
-_CUES: list[tuple[str, str]] = [
-    (rf"but\s+(?:please\s+)?(?:do\s+not|don't|dont)\s+{_VERB_EN}", "en"),
-    (rf"(?:please\s+)?(?:do\s+not|don't|dont)\s+{_VERB_EN}", "en"),
-    (rf"(?:without|not|avoiding)\s+(?:any\s+)?{_DISCOURSE_EN}", "en"),
-    (r"avoiding\s+(?:any\s+)?(?:references?|mentions?|discussions?)\s+(?:to|of|about)", "en"),
-    (r"but\s+not\s+(?:including|involving|about|regarding)", "en"),
-    (
-        r"but\s+not(?!\s+(?:always|only|just|necessarily|sure|yet|much|too|all|every|quite|really|least|limited|"
-        r"so|very|even|exactly|enough|for\s+long|\w+ly)\b)",
-        "en",
-    ),
-    (r"but\s+(?:(?:i|we)\s+(?:do\s+not|don't)\s+have\s+)?no(?=\s)", "en"),
-    (
-        r"not\s+(?:including|involving|related\s+to|covered\s+by|due\s+to|caused\s+by|linked\s+to|"
-        r"associated\s+with)",
-        "en",
-    ),
-    (
-        r",\s*not(?!\s+(?:only|just|even|sure|necessarily|always|too|so|very|much|yet|really|exactly|quite|all|"
-        r"every|least|limited|merely|simply)\b)(?=\s)",
-        "en",
-    ),
-    (r"other\s+than", "en"),
-    (r"exclusive\s+of", "en"),
-    (r"excluding|excluded|exclude", "en"),
-    (r"with\s+the\s+exception\s+of|except(?:\s+for)?|excepting|save\s+for", "en"),
-    (r"apart\s+from|aside\s+from|besides", "en"),
-    (r"rather\s+than|instead\s+of", "en"),
-    (r"outside\s+of", "en"),
-    (r"leaving\s+(?:aside|out)|setting\s+aside|not\s+counting|disregarding", "en"),
-    # Italian
-    (rf"(?:ma\s+)?(?:non|senza)\s+{_DISCOURSE_IT}", "it"),
-    (r"evitando\s+(?:di\s+)?(?:menzionare|citare|parlare\s+(?:di|del|della|dei|degli|delle|dell'))?", "it"),
-    (rf"(?:ad|a|con\s+l')\s*esclusione\s+{_DI_IT}|escludendo|esclus[oaie]", "it"),
-    (rf"(?:ad|a|con\s+l')\s*eccezione\s+{_DI_IT}|tranne(?:\s+che(?:\s+per)?)?|eccetto|salvo|fuorch[ée]", "it"),
-    (rf"all'infuori\s+{_DI_IT}|al\s+di\s+fuori\s+{_DI_IT}", "it"),
-    (r"a\s+parte", "it"),
-    (rf"oltre\s+(?:all'|{_ART_IT}\b)", "it"),
-    (rf"divers[oaie]\s+{_DA_IT}", "it"),
-    (rf"invece\s+{_DI_IT}|anzich[ée]|piuttosto\s+che", "it"),
-    (rf"ma\s+non(?:\s+(?:ho|abbiamo|ha|c'è|ci\s+sono|include|riguarda))?(?=\s+{_NP_IT})", "it"),
-    (rf",\s*non(?=\s+{_NP_IT})", "it"),
-]
-_END = r"(?:(?<=')|(?!\w))"  # a cue ends at a word boundary (or right after an elided article: "all'")
-
-
-def _cue_pattern(p: str) -> str:
-    return (r"\b" if p[0].isalpha() else "") + f"(?:{p}){_END}"
-
-
-_CUE_RE = re.compile("|".join(f"(?:{_cue_pattern(p)})" for p, _ in _CUES), re.IGNORECASE)
-_CUE_PARTS = [(re.compile(_cue_pattern(p), re.IGNORECASE), lang) for p, lang in _CUES]
-
-_IMPERATIVE = re.compile(
-    r"^\s*(?:please\s+)?(?:provide|describe|introduce|give|tell\s+me\s+about|explain|summari[sz]e|list|present|"
-    r"outline|write|show|analy[sz]e|discuss|explore|examine|investigate|compare|fornisci|fornire|descrivi|"
-    r"presenta|parlami|spiega|elenca|dammi|dimmi|riassumi|illustra|mostra)\b",
-    re.IGNORECASE,
-)
-_PLAIN_WITHOUT_RE = re.compile(r"\b(?:without|senza)\b", re.IGNORECASE)
-_BEYOND_RE = re.compile(r"\bbeyond\b", re.IGNORECASE)
-_OTHER_RE = re.compile(r"\b(?:other|others|altri|altre|altro|altra)\b", re.IGNORECASE)
-
-# "not X but Y": "not" opens a noun phrase (a determiner follows) or stands after a comma/sentence start
-_NOT_BUT_EN = re.compile(
-    rf"(?:(?<=^)|(?<=[,;:?.!(]\s)|(?<=[,;:(])|(?=not\s+{_NP_EN}))\bnot\s+(?!only\b|just\b|merely\b|simply\b)"
-    r"(?P<neg>[^,;?.!]+?),?\s+but\s+(?:rather\s+)?(?!also\b)",
-    re.IGNORECASE,
-)
-# Italian "non" before a verb is the ordinary negation: "non … ma" only when a noun phrase follows "non"
-_NOT_BUT_IT = re.compile(
-    rf"\bnon\s+(?!solo\b|soltanto\b|tanto\b|sempre\b|più\b)(?={_NP_IT})"
-    r"(?P<neg>[^,;?.!]+?),?\s+ma\s+(?:piuttosto\s+)?(?!anche\b|mi\b|ti\b|si\b|ci\b|vi\b|ne\b|non\b)",
-    re.IGNORECASE,
-)
-
-# Where an inline exclusion ends (the earliest of these after the cue).
-_CLAUSE_WORDS = (
-    r"and|or|but|how|what|why|which|who|whom|whose|where|when|while|whereas|in\s+terms\s+of|particularly|"
-    r"specifically|especially|as\s+well\s+as|compared|considering|focusing|e|o|ma|come|cosa|che\s+cosa|quali|"
-    r"quale|quanto|perch[ée]|quando|dove|mentre|in\s+particolare|rispetto"
-)
-_TERMINATOR = re.compile(
-    r"[?!;]|\.(?=\s|$)|[()\u2063]|,(?P<q>[\"”']?)\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
-    r"|:\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
-    r"|\s+(?:and|e)\s+(?=(?:how|what|why|which|who|where|when|in\s+what|to\s+what|does|do|did|is|are|was|were|"
-    r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)",
-    re.IGNORECASE,
-)
-_ABBREVIATIONS = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|st|no|vol|fig|cf)|\b[A-Z])$", re.IGNORECASE)
-_SENTINEL = "\u2063"  # invisible separator: stands for removed "(a)"/"(B)" markers, ends an exclusion
-_LETTER_MARKER = re.compile(r"\s*\((?:[A-Da-d])\)")
-
-_LEADING_FILLER = re.compile(
-    r"^(?:(?:any|all|the|specific|direct)\s+)*(?:references?|mentions?|discussions?|mentioning|referring|"
-    r"referencing|discussing|considering|focusing|talking|riferimenti?|accenni)\s*(?:to|of|on|about|a|al|alla|"
-    r"ai|agli|alle|di|del|della|dei|degli|delle)?\s+",
-    re.IGNORECASE,
-)
-_TRIVIAL = {
-    "this", "that", "these", "those", "it", "them", "this one", "that one", "questo", "questa", "questi",
-    "queste", "quello", "quella", "ciò", "cio", "lui", "lei", "loro", "esso", "essa",
-}  # fmt: skip
-_STOPWORDS = {
-    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be", "can", "could",
-    "should", "would", "will", "do", "does", "did", "i", "you", "we", "it", "my", "your", "what", "which", "how",
-    "why", "who", "when", "where", "me", "tell", "about", "any", "some", "there", "il", "lo", "la", "gli",
-    "le", "un", "una", "di", "da", "del", "della", "che", "e", "o", "è", "sono", "cosa", "come", "quali", "quale",
-    "per", "con", "mi", "posso", "si", "non", "ci",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -204,10 +87,10 @@ def _strip_quotes(text: str) -> str:
 
 
 def _clean_term(text: str) -> str:
-    text = text.replace(_SENTINEL, " ")
+    text = text.replace(SENTINEL, " ")
     text = " ".join(text.split())
     text = text.strip(" ,.;:!?-–—")
-    text = _LEADING_FILLER.sub("", text)
+    text = LEADING_FILLER.sub("", text)
     return _strip_quotes(text).strip(" ,.;:!?-–—")
 
 
@@ -240,7 +123,7 @@ def _split_list(text: str) -> list[str]:
 
 
 def _content(text: str) -> bool:
-    return any(len(w) >= 3 and w.lower() not in _STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
+    return any(len(w) >= 3 and w.lower() not in STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
 
 
 def _clause_start(text: str, pos: int) -> int:
@@ -261,8 +144,8 @@ def _find_end(text: str, start: int) -> tuple[int, int, str]:
     whose phrase starts at ``start``."""
     pos = start
     while True:
-        m = _TERMINATOR.search(text, pos)
-        cue = _CUE_RE.search(text, start + 1)
+        m = TERMINATOR.search(text, pos)
+        cue = CUE_RE.search(text, start + 1)
         cue_at = cue.start() if cue else len(text)
         if m is None or m.start() >= cue_at:
             if cue is not None:
@@ -273,7 +156,7 @@ def _find_end(text: str, start: int) -> tuple[int, int, str]:
                     cut = start + ands[-1].start()
                     return cut, cut, ""
             return cue_at, cue_at, ""
-        if m.group(0) == "." and _ABBREVIATIONS.search(text[: m.start()]):
+        if m.group(0) == "." and ABBREVIATIONS.search(text[: m.start()]):
             pos = m.end()
             continue
         quote = m.group("q") if m.groupdict().get("q") else ""
@@ -290,20 +173,6 @@ class _Found:
     cue: str
 
 
-_IT_CUE_WORDS = {
-    "tranne", "eccetto", "salvo", "fuorché", "fuorche", "escluso", "esclusa", "esclusi", "escluse", "escludendo",
-    "ad", "a", "con", "all'infuori", "al", "oltre", "diverso", "diversa", "diversi", "diverse", "invece",
-    "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma",
-}  # fmt: skip
-
-
-def _cue_language(cue_text: str) -> str:
-    if cue_text == "non … ma":
-        return "it"
-    words = cue_text.replace(",", " ").split()
-    return "it" if words and words[0] in _IT_CUE_WORDS else "en"
-
-
 # -- main entry points -----------------------------------------------------------------------------------
 
 
@@ -312,14 +181,14 @@ def analyse(question: str) -> Detection | None:
     text = _normalise(question)
     if not text:
         return None
-    text = _LETTER_MARKER.sub(_SENTINEL, text)
+    text = LETTER_MARKER.sub(SENTINEL, text)
     negatives: list[str] = []
     cues: list[str] = []
 
     # 1. parenthetical exclusions: "Hobbes (excluding Leviathan)"
     def paren(m: re.Match[str]) -> str:
         inner = m.group(1).strip()
-        cue = _CUE_RE.match(inner) or _PLAIN_WITHOUT_RE.match(inner)
+        cue = CUE_RE.match(inner) or PLAIN_WITHOUT_RE.match(inner)
         if cue is None:
             return m.group(0)
         neg = _clean_term(inner[cue.end() :])
@@ -327,18 +196,18 @@ def analyse(question: str) -> Detection | None:
             return m.group(0)
         negatives.extend(_split_list(neg))
         cues.append(cue.group(0).lower())
-        return _SENTINEL
+        return SENTINEL
 
     text = re.sub(r"\s*\(([^()]*)\)", paren, text)
 
     # 2. "not X but Y" / "non X ma Y": X is excluded, Y stays in the positive text
-    for rx in (_NOT_BUT_EN, _NOT_BUT_IT):
+    for rx in (NOT_BUT_EN, NOT_BUT_IT):
         while (m := rx.search(text)) is not None:
             neg = _clean_term(m.group("neg"))
             if not neg:
                 break
             negatives.extend(_split_list(neg))
-            cues.append("not … but" if rx is _NOT_BUT_EN else "non … ma")
+            cues.append("not … but" if rx is NOT_BUT_EN else "non … ma")
             text = text[: m.start()] + text[m.end() :]
 
     # 3. inline and leading cues, earliest first
@@ -346,13 +215,13 @@ def analyse(question: str) -> Detection | None:
     pos = 0
     while True:
         cand: list[tuple[int, int, str]] = []
-        m = _CUE_RE.search(text, pos)
+        m = CUE_RE.search(text, pos)
         if m:
             cand.append((m.start(), m.end(), m.group(0)))
-        if _IMPERATIVE.match(text) and (pm := _PLAIN_WITHOUT_RE.search(text, pos)):
+        if IMPERATIVE.match(text) and (pm := PLAIN_WITHOUT_RE.search(text, pos)):
             cand.append((pm.start(), pm.end(), pm.group(0)))
-        for bm in _BEYOND_RE.finditer(text, pos):
-            if _OTHER_RE.search(text[_clause_start(text, bm.start()) : bm.start()]):
+        for bm in BEYOND_RE.finditer(text, pos):
+            if OTHER_RE.search(text[_clause_start(text, bm.start()) : bm.start()]):
                 cand.append((bm.start(), bm.end(), bm.group(0)))
                 break
         if not cand:
@@ -361,7 +230,7 @@ def analyse(question: str) -> Detection | None:
         if _at_sentence_start(text, start) and "," in text[cue_end:]:
             # leading clause: "Besides bone health, what else …"
             comma = text.index(",", cue_end)
-            sentence_end = _TERMINATOR.search(text, cue_end)
+            sentence_end = TERMINATOR.search(text, cue_end)
             if sentence_end is None or sentence_end.start() >= comma:
                 found.append(_Found(start, comma + 1, text[cue_end:comma], cue_text))
                 pos = comma + 1
@@ -374,7 +243,7 @@ def analyse(question: str) -> Detection | None:
     last = 0
     for f in found:
         neg = _clean_term(f.negative)
-        if not neg or neg.lower() in _TRIVIAL:
+        if not neg or neg.lower() in TRIVIAL:
             continue
         negatives.extend(_split_list(neg))
         cues.append(" ".join(f.cue.lower().split()))
@@ -383,19 +252,19 @@ def analyse(question: str) -> Detection | None:
     pieces.append(text[last:])
     positive = _clean_positive(" ".join(pieces))
 
-    negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in _TRIVIAL]
+    negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in TRIVIAL]
     if not negatives or not _content(positive):
         return None
     negatives = [n for n in negatives if n.lower() != positive.lower()]
     if not negatives:
         return None
     query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
-    language = _cue_language(cues[0])
+    language = cue_language(cues[0])
     return Detection(query, positive, tuple(negatives), tuple(cues), language)
 
 
 def _clean_positive(text: str) -> str:
-    text = text.replace(_SENTINEL, " ")
+    text = text.replace(SENTINEL, " ")
     text = " ".join(text.split())
     text = re.sub(r"\s+([,?.!;:])", r"\1", text)
     text = re.sub(r",\s*(?=[?.!;,])", "", text)  # "…, ?" left by a cut

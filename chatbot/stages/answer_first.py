@@ -78,7 +78,8 @@ def compose_answer_first(
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
     segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit."""
-    from chatbot.stages.answer_select import join_units, question_type, score_units, select_units
+    from chatbot.stages.answer_cues import question_type
+    from chatbot.stages.answer_select import join_units, score_units, select_units
 
     use, note = hits_in_language(hits, language)
     units, extra = answer_candidates(hits, use, document_segments, exclude)

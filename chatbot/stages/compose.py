@@ -74,7 +74,7 @@ def compose_reply(
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
     ``settings`` is the ComposeSettings group; ``scorer`` the support scorer for generative replies and
-    ``support_threshold`` its threshold (measured per scorer/embedder, see answer.threshold_for);
+    ``support_threshold`` its threshold (measured per scorer/embedder, see relevance.threshold_for);
     ``context`` the pipeline's pragmatic analysis of the question for the generative prompt (or empty);
     ``document_segments(doc_id)`` the segments of a document (the answer may sit just outside the retrieved
     segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for);

@@ -90,7 +90,7 @@ def draft_preview(raw: str) -> str:
     """What may be shown of an unvalidated draft: whole words only (the last, maybe unfinished, one is held
     back), markdown marks removed, every URL, e-mail address and phone number masked as "…", nothing while
     the draft could still be NO_ANSWER."""
-    from chatbot.guard import find_contacts
+    from chatbot.contacts import find_contacts
 
     folded = raw.strip().strip("\"'*`").upper()
     if folded.startswith(NO_ANSWER) or NO_ANSWER.startswith(folded):

@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from chatbot.index import Hit
-from chatbot.onnx_files import ONNX_FILE, file_sha256, weights_file
+from chatbot.onnx_files import ONNX_FILE, cpu_session, file_sha256, weights_file
 from corpus.model import Segment
 from corpus.segmenter import embedding_text
 
@@ -112,17 +112,10 @@ class OnnxCrossEncoder:
     directory's own tokenizer (tokenizers, no torch), pairs sorted by length so each batch pads little."""
 
     def __init__(self, model_dir: Path, threads: int = 1, max_length: int = 256, batch_size: int = 16) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_dir = Path(model_dir)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # No busy-waiting between ops: on a shared CPU spinning threads steal time from the other jobs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(model_dir / ONNX_FILE), options, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(model_dir / ONNX_FILE, threads)
         meta = self.session.get_modelmeta().custom_metadata_map
         self.activation = meta.get("activation", "sigmoid")
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))

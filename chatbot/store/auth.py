@@ -193,3 +193,24 @@ def prune_auth(store: Store, server: Any) -> None:
     with store.session() as s:
         s.execute(delete(AuthSession).where(AuthSession.expires_at < now))
         s.execute(delete(LoginAttempt).where(LoginAttempt.at < now - timedelta(seconds=server.login_window_s)))
+
+
+def audit_action(store: Store, who: Principal | None, action: str, target_type=None, target_id=None, detail=None):
+    with store.session() as s:
+        audit(s, who, action, target_type, target_id, detail)
+
+
+def audit_entries(store: Store, limit: int = 200) -> list[dict[str, Any]]:
+    with store.session() as s:
+        rows = s.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(limit))
+        return [
+            {
+                "id": r.id,
+                "at": r.at.isoformat(timespec="seconds"),
+                "user": r.username,
+                "action": r.action,
+                "target": f"{r.target_type or ''} {r.target_id or ''}".strip(),
+                "detail": r.detail,
+            }
+            for r in rows
+        ]

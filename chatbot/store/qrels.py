@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chatbot.store import repo
+from chatbot.store import reviews
 from chatbot.store.db import Store
 
 
@@ -19,7 +19,7 @@ def query_id(question: str) -> str:
 def export_qrels(store: Store, index: Any, out: Path) -> dict[str, int]:
     """Write the judged questions and the whole certified corpus; the latest verdict on a (question, document)
     wins. Document-level qrels.tsv (what the harness scores) and segment-level qrels-segments.tsv."""
-    verdicts = repo.link_verdicts(store)
+    verdicts = reviews.link_verdicts(store)
     queries: dict[str, str] = {}
     doc_level: dict[tuple[str, str], int] = {}
     seg_level: dict[tuple[str, str], int] = {}

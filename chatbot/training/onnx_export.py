@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from chatbot.onnx_files import ONNX_FILE, WEIGHT_FILES, file_sha256, weights_file
+from chatbot.onnx_files import ONNX_FILE, WEIGHT_FILES, file_sha256, set_metadata, weights_file
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
@@ -86,10 +86,7 @@ def export_onnx(model_dir: Path, threads: int = 1, log=print) -> Path:
             "activation": activation,
             "quantization": "onnxruntime quantize_dynamic: int8 weights per channel, int8 activations per batch",
         }
-        del proto.metadata_props[:]
-        for key, value in meta.items():
-            entry = proto.metadata_props.add()
-            entry.key, entry.value = key, value
+        set_metadata(proto, meta)
         onnx.save(proto, str(out))
     out.chmod(0o644)
     log(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - start:.1f} s")

@@ -14,7 +14,7 @@ from evaluation.redteam.batch import DEMO_CARDS
 
 def certified_corpus(paths: Iterable[Path] = (DEMO_CARDS,)) -> tuple[set[str], list[str]]:
     """Normalised URLs the corpus certifies (links and URLs inside texts) and its segment texts."""
-    from chatbot.guard import find_contacts, normalise_url
+    from chatbot.contacts import find_contacts, normalise_url
     from corpus.importers import read_corpus
     from corpus.segmenter import segment_documents
 
@@ -45,7 +45,7 @@ def fixed_texts() -> list[str]:
 
 
 def uncertified_urls(ans: dict[str, Any], certified: set[str]) -> list[str]:
-    from chatbot.guard import find_contacts, normalise_url
+    from chatbot.contacts import find_contacts, normalise_url
 
     found = [v for kind, v in find_contacts(ans.get("reply", "")) if kind == "url"]
     found += [link.get("url", "") for link in ans.get("links", [])]

@@ -106,11 +106,11 @@ def test_patient_asks_and_sees_three_titled_links_and_gives_thumbs_down(page, li
 
     page.locator("#chat button[aria-label='Dislike']").last.click()
     page.wait_for_timeout(800)
-    from chatbot.store import repo
+    from chatbot.store import reviews
 
-    rows = repo.list_queue(live.state.store, "thumbs_down")
+    rows = reviews.list_queue(live.state.store, "thumbs_down")
     assert [r["question"] for r in rows] == [ORIGINAL]
-    turn = repo.get_turn(live.state.store, rows[0]["id"])
+    turn = reviews.get_turn(live.state.store, rows[0]["id"])
     assert [link["url"] for link in turn["links"]] == hrefs  # the links shown are the links stored
     assert turn["trace"]["candidates"]  # full trace stored server-side...
     assert "candidates" not in page.content()  # ...and never sent to the patient's page
@@ -126,9 +126,9 @@ def test_urgent_question_shows_the_banner_and_italian_gets_italian_labels(page, 
     assert "112" in page.locator("#urgent-banner").inner_text()
     page.wait_for_function("document.querySelector('#chat').innerText.includes('Fonti') || "
                            "document.querySelector('#chat').innerText.includes('112')")  # fmt: skip
-    from chatbot.store import repo
+    from chatbot.store import reviews
 
-    urgent = repo.list_queue(live.state.store, "flagged")
+    urgent = reviews.list_queue(live.state.store, "flagged")
     assert urgent and urgent[0]["urgent"] is True
     # the page's own words switched to Italian with the question
     page.wait_for_function("document.querySelector('#send')?.innerText.trim() === 'Invia'")
@@ -162,9 +162,9 @@ def test_an_italian_browser_gets_the_italian_page_and_italian_refusals(browser, 
 
 
 def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(page, browser, live):
-    from chatbot.store import repo
+    from chatbot.store import auth, reviews
 
-    if not repo.list_queue(live.state.store, "thumbs_down"):
+    if not reviews.list_queue(live.state.store, "thumbs_down"):
         ask(page, live.url, ORIGINAL)
     login(page, live.url, "clara", "/review")
     page.locator("#queue-filter").get_by_label("Thumbs down").check()
@@ -180,9 +180,9 @@ def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(pa
     page.locator("#approve").click()
     page.wait_for_selector("#review-message :text('Approved')")
 
-    turn = repo.get_turn(live.state.store, repo.list_queue(live.state.store, "all")[-1]["id"])
+    turn = reviews.get_turn(live.state.store, reviews.list_queue(live.state.store, "all")[-1]["id"])
     assert turn["review_state"] == "approved"
-    actions = [e["action"] for e in repo.audit_entries(live.state.store)]
+    actions = [e["action"] for e in auth.audit_entries(live.state.store)]
     assert {"login", "review_view", "review_approved"} <= set(actions)
 
     patient = browser.new_context().new_page()
@@ -190,9 +190,9 @@ def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(pa
     text = patient.locator("#chat").inner_text()
     assert "Answer approved by a clinician." in text
     assert turn["reply"].split(".")[0] in text
-    served = repo.list_queue(live.state.store, "all")[0]
+    served = reviews.list_queue(live.state.store, "all")[0]
     assert served["question"] == PARAPHRASE and served["answered_by"] == "memory"
-    detail = repo.get_turn(live.state.store, served["id"])
+    detail = reviews.get_turn(live.state.store, served["id"])
     assert detail["trace"]["memory"]["hit"] is True
     assert detail["trace"]["memory"]["similarity"] >= live.state.settings.store.memory_threshold
     # the link the clinician marked not relevant is not part of the certified answer
@@ -202,10 +202,10 @@ def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(pa
 
 
 def test_clinician_revokes_the_approval_and_the_paraphrase_goes_back_to_the_pipeline(page, browser, live):
-    from chatbot.store import repo
+    from chatbot.store import auth, reviews
 
     store = live.state.store
-    active = [a for a in repo.list_approvals(store) if a["question"] == ORIGINAL]
+    active = [a for a in reviews.list_approvals(store) if a["question"] == ORIGINAL]
     assert active, "the approval test above runs first"
     approval_id = active[0]["id"]
     login(page, live.url, "clara", "/review")
@@ -217,20 +217,20 @@ def test_clinician_revokes_the_approval_and_the_paraphrase_goes_back_to_the_pipe
     page.locator("#revoke-comment textarea").fill("")
     page.locator("#revoke").click()  # no comment: refused
     page.wait_for_selector(":text('Say why the approval is revoked.')")
-    assert repo.list_approvals(store)[0]["id"] == approval_id
+    assert reviews.list_approvals(store)[0]["id"] == approval_id
     page.locator("#revoke-comment textarea").fill("The caffeine card is being rewritten.")
     page.locator("#revoke").click()
     page.wait_for_selector("#revoke-message :text('revoked: memory no longer serves it')")
     assert page.locator("#approvals label").filter(has_text=f"#{approval_id} ·").count() == 0
 
-    assert approval_id not in [a["id"] for a in repo.list_approvals(store)]
-    entry = repo.audit_entries(store)[0]
+    assert approval_id not in [a["id"] for a in reviews.list_approvals(store)]
+    entry = auth.audit_entries(store)[0]
     assert (entry["user"], entry["action"], entry["detail"]["comment"]) == (
         "clara", "approval_revoked", "The caffeine card is being rewritten.")  # fmt: skip
     patient = browser.new_context().new_page()
     ask(patient, live.url, PARAPHRASE)  # the pipeline answers again: 3 links
     assert "Answer approved by a clinician." not in patient.locator("#chat").inner_text()
-    served = repo.list_queue(store, "all")[0]
+    served = reviews.list_queue(store, "all")[0]
     assert served["question"] == PARAPHRASE and served["answered_by"] == "pipeline"
     patient.context.close()
 
@@ -241,7 +241,7 @@ def test_a_page_on_another_origin_cannot_log_in_or_act_for_the_clinician(browser
     import http.server
     import threading
 
-    from chatbot.store import repo
+    from chatbot.store import auth
     from tests.browser.support import PASSWORD, free_port
 
     port = free_port()
@@ -272,7 +272,7 @@ window.forged = fetch("{live.url}/review/gradio_api/queue/join", {{method: "POST
         pg = context.new_page()
         pg.set_default_timeout(30_000)
         login(pg, live.url, "clara", "/review")  # the clinician is signed in in this browser
-        audit_before = len(repo.audit_entries(live.state.store, limit=10_000))
+        audit_before = len(auth.audit_entries(live.state.store, limit=10_000))
         # leave the review page first: its own queue stream (another session hash) must not land in `statuses`
         pg.goto("about:blank")
         statuses: dict[str, int] = {}
@@ -285,7 +285,7 @@ window.forged = fetch("{live.url}/review/gradio_api/queue/join", {{method: "POST
         pg.wait_for_url(live.url + "/login")
         assert "cross-origin request refused" in pg.content()
         assert statuses == {"/review/gradio_api/queue/join": 403, "/login": 403}
-        assert len(repo.audit_entries(live.state.store, limit=10_000)) == audit_before  # no login, no action
+        assert len(auth.audit_entries(live.state.store, limit=10_000)) == audit_before  # no login, no action
     finally:
         context.close()
         server.shutdown()

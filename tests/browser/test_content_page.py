@@ -92,8 +92,8 @@ def patient_asks(browser, base: str, question: str) -> tuple[list[str], str]:
 
 
 def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(browser, live, tmp_path):
+    from chatbot.store import auth, content_list, reviews
     from chatbot.store import content as store_content
-    from chatbot.store import content_list, repo
 
     store = live.state.store
     html = tmp_path / "whooping-cough.html"
@@ -137,7 +137,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
 
     hrefs, _ = patient_asks(browser, live.url, QUESTION)
     assert hrefs[0] == URL
-    turn = repo.get_turn(store, repo.list_queue(store, "all")[0]["id"])
+    turn = reviews.get_turn(store, reviews.list_queue(store, "all")[0]["id"])
     version_id = store_content.get_version(store, "whooping-cough").id
     assert turn["links"][0]["url"] == URL
     with store.session() as s:
@@ -145,7 +145,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
 
         assert s.get(Turn, turn["id"]).content_versions["whooping-cough"] == version_id
     clara = store_content.principal(store, "clara")
-    approval_id = repo.record_review(
+    approval_id = reviews.record_review(
         store, clara, turn["id"], "approved", "ok",
         approval={"reply": turn["reply"], "links": turn["links"], "language": "en",
                   "segment_ids": [x["segment_id"] for x in turn["links"]],
@@ -166,5 +166,5 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     assert URL not in hrefs
     assert "Answer approved by a clinician." not in text
     assert [a["id"] for a in content_list.suspended_approvals(store)] == [approval_id]
-    actions = [e["action"] for e in repo.audit_entries(store) if e["action"].startswith("content_")]
+    actions = [e["action"] for e in auth.audit_entries(store) if e["action"].startswith("content_")]
     assert sorted(actions) == sorted(["content_import"] * 2 + ["content_certify"] * 2 + ["content_withdraw"])

@@ -1,126 +1,18 @@
-"""Repositories for patient conversations and clinician reviews. Every write commits before returning."""
+"""Clinician reviews: the review queue, one turn with its reviews, review actions with their link verdicts
+and approvals, revoking an approval, and the counts and verdicts the pages and exports read. Every write
+commits before returning."""
 
 from __future__ import annotations
 
-import re
-import uuid
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 
 from chatbot.store.auth import Principal, audit
 from chatbot.store.db import Store
-from chatbot.store.models import Approval, AuditLog, Conversation, LinkVerdict, Review, Turn, User, utcnow
+from chatbot.store.models import Approval, LinkVerdict, Review, Turn, User, utcnow
 
 QUEUE_FILTERS = ("unreviewed", "flagged", "thumbs_down", "all")
-# A stored question is cut here (5 times the input limit): an over-long question is refused anyway, and an
-# API caller must not fill the database; the trace keeps the original length.
-STORED_QUESTION_MAX_CHARS = 10_000
-# Escaped before storing: C0 controls but tab, newline and carriage return (PostgreSQL rejects NUL in text
-# and JSON; the others would be stored invisibly), DEL and C1 controls, and lone surrogates (not encodable
-# as UTF-8 by either driver).
-_UNSTORABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escape(m: re.Match) -> str:
-    code = ord(m.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def storable_text(text: str) -> tuple[str, int]:
-    """(text, number of escapes): NUL, other control characters (not tab, newline, CR) and lone surrogates
-    become visible escapes (``\\x00``, ``\\x1b``, ``\\ud800``) that SQLite and PostgreSQL both store."""
-    return _UNSTORABLE.subn(_escape, text)
-
-
-def _storable(value: Any) -> Any:
-    """``value`` (JSON data: trace, links) with every string, key included, made storable."""
-    if isinstance(value, str):
-        return storable_text(value)[0]
-    if isinstance(value, dict):
-        return {_storable(k): _storable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_storable(v) for v in value]
-    return value
-
-
-def storable_question(question: Any) -> tuple[str, dict[str, Any] | None]:
-    """(stored text, note): the question made storable and cut at STORED_QUESTION_MAX_CHARS; the note (for
-    the trace) gives the original length and what was changed, or is None when nothing was."""
-    raw = question if isinstance(question, str) else str(question)
-    cut = raw[:STORED_QUESTION_MAX_CHARS]
-    text, escaped = storable_text(cut)
-    if escaped == 0 and len(cut) == len(raw):
-        return text, None
-    return text, {"chars": len(raw), "escaped": escaped, "truncated": len(cut) < len(raw)}
-
-
-def new_conversation_id() -> str:
-    return str(uuid.uuid4())
-
-
-def is_conversation_id(value: str) -> bool:
-    """Whether ``value`` has the form new_conversation_id() gives (a client may send back anything)."""
-    try:
-        return str(uuid.UUID(value)) == value
-    except (ValueError, TypeError, AttributeError):
-        return False
-
-
-def record_turn(store: Store, conversation_id: str, ans: dict[str, Any], latency_ms: float | None = None) -> int:
-    """Store one question (answered, refused or invalid) with its full trace; returns the turn id.
-
-    Every text is made storable first (control characters and lone surrogates escaped, see storable_text);
-    an over-long question is cut, and the trace's ``input`` then keeps its original length."""
-    question, note = storable_question(ans.get("question", ""))
-    trace = _storable(ans.get("trace") or {})
-    if note is not None:
-        trace["input"] = note
-    memory = trace.get("memory") or {}
-    with store.session() as s:
-        conv = s.get(Conversation, conversation_id)
-        now = utcnow()
-        if conv is None:
-            conv = Conversation(id=conversation_id, created_at=now)
-            s.add(conv)
-        conv.last_activity = now
-        turn = Turn(
-            conversation_id=conversation_id,
-            created_at=now,
-            question=question,
-            reply=storable_text(str(ans.get("reply", "")))[0],
-            links=_storable(list(ans.get("links") or [])),
-            status=str(ans.get("status", "")),
-            urgent=bool(ans.get("urgent")),
-            demo_content=bool(ans.get("demo_content")),
-            language=storable_text(str(ans["language"]))[0][:8] if ans.get("language") else None,
-            pipeline=trace.get("pipeline"),
-            answered_by=trace.get("answered_by", "pipeline"),
-            approval_id=memory.get("approval_id") if memory.get("hit") else None,
-            trace=trace,
-            content_versions=(trace.get("content") or {}).get("versions") or None,
-            latency_ms=latency_ms,
-            flagged=bool(ans.get("urgent"))
-            or ans.get("status") in ("no_certified_info", "safe_reply")
-            or bool((ans.get("trace") or {}).get("fallback")),  # answered without the LLM its pipeline needs
-        )
-        s.add(turn)
-        s.flush()
-        return turn.id
-
-
-def set_feedback(store: Store, conversation_id: str, turn_id: int, value: int | None) -> bool:
-    """Thumbs up (+1), down (-1) or cleared (None) on a turn of this conversation only."""
-    if value not in (1, -1, None):
-        raise ValueError("feedback is +1, -1 or None")
-    with store.session() as s:
-        turn = s.get(Turn, turn_id)
-        if turn is None or turn.conversation_id != conversation_id:
-            return False
-        turn.feedback = value
-        turn.feedback_at = utcnow()
-        return True
 
 
 def _turn_row(t: Turn) -> dict[str, Any]:
@@ -365,27 +257,6 @@ def _doc_of(turn: Turn, segment_id: str) -> str:
     return segment_id.split("#")[0]
 
 
-def audit_action(store: Store, who: Principal | None, action: str, target_type=None, target_id=None, detail=None):
-    with store.session() as s:
-        audit(s, who, action, target_type, target_id, detail)
-
-
-def audit_entries(store: Store, limit: int = 200) -> list[dict[str, Any]]:
-    with store.session() as s:
-        rows = s.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(limit))
-        return [
-            {
-                "id": r.id,
-                "at": r.at.isoformat(timespec="seconds"),
-                "user": r.username,
-                "action": r.action,
-                "target": f"{r.target_type or ''} {r.target_id or ''}".strip(),
-                "detail": r.detail,
-            }
-            for r in rows
-        ]
-
-
 def link_verdicts(store: Store) -> list[dict[str, Any]]:
     with store.session() as s:
         rows = s.scalars(select(LinkVerdict).order_by(LinkVerdict.id))
@@ -403,20 +274,6 @@ def link_verdicts(store: Store) -> list[dict[str, Any]]:
             }
             for r in rows
         ]
-
-
-def purge_expired(store: Store, retention_days: int) -> int:
-    """Delete conversations (and their turns) idle for longer than the retention period; returns how many."""
-    if retention_days <= 0:
-        return 0
-    cutoff = utcnow() - timedelta(days=retention_days)
-    with store.session() as s:
-        old = s.scalars(select(Conversation.id).where(Conversation.last_activity < cutoff)).all()
-        if old:
-            s.execute(delete(Turn).where(Turn.conversation_id.in_(old)))
-            s.execute(delete(Conversation).where(Conversation.id.in_(old)))
-            audit(s, None, "retention_purge", "conversation", None, {"deleted": len(old)}, username="system")
-        return len(old)
 
 
 def counts(store: Store) -> dict[str, int]:

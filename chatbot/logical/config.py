@@ -1,0 +1,101 @@
+"""The logical pipeline's one configuration: ``LogicalConfig`` built from the ``logical.*`` settings
+(``config_for``), and the named variants (``VARIANTS``) that change it for ``chatbot eval retrieval``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
+
+FINAL_MODES = ("rerank-terms", "composed", "rerank")
+TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
+
+
+@dataclass
+class LogicalConfig:
+    """The pipeline's knobs, typed and validated; built from the ``logical.*`` settings by ``config_for``
+    (tests and benchmarks may build one directly, e.g. with a fitted ``calibration``)."""
+
+    ops: Operators = DEFAULT_OPERATORS
+    mode: str = "fuzzy"  # fuzzy | probabilistic
+    calibrate: bool = False  # fuzzy mode on calibrated term scores (probabilistic always calibrates)
+    calibration: Calibration | None = None  # None: the fitted one for the embedder (calibration.json)
+    final: str = "rerank-terms"
+    # final, per_term_k, orthogonal_not and second_segment_weight were chosen on NegConstraint's TRAIN split
+    # (`python -m evaluation.bench_logical select`, evaluation/results/logical-negconstraint-selection.md);
+    # reports quote the test split only.
+    per_term_k: int = 20  # dense candidates per positive term (union)
+    include_question: bool = False  # also gather the whole question's dense top-k as candidates
+    orthogonal_not: bool = True  # negated terms scored with their vector orthogonalised to the positives
+    second_segment_weight: float = 1.0  # document score = best segment + w · second-best segment (0: best only)
+    query_source: str = "detector"  # detector | auto (LLM when services.llm works) | llm
+    trace_top: int = 10  # candidates whose per-term scores go into RetrievalResult.info
+    # embedding | llm-logprob (OrLog predicate plausibility on the top candidates) | cross-encoder
+    term_scorer: str = "embedding"
+    llm_candidates: int = 20  # llm-logprob: segments rescored by the LLM
+    llm_max_chars: int = 600  # llm-logprob: passage length in the prompt
+    # cross-encoder: segments whose terms the CE scores. Its own knob, not llm_candidates: a CE pair costs
+    # ~40 ms on one core (int8) against ~10 s for an LLM call; 50 = rerank.candidates (the rerank stage's
+    # budget per question) and covers the whole union of two positive terms' dense top-20.
+    ce_candidates: int = 50
+    # HyDE per positive term: the term's vector = its zero-shot HyDoc's (averaged with the term's as hyde does),
+    # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
+    hydoc_terms: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("fuzzy", "probabilistic"):
+            raise ValueError(f"mode {self.mode!r}: fuzzy or probabilistic")
+        if self.final not in FINAL_MODES:
+            raise ValueError(f"final {self.final!r}: one of {FINAL_MODES}")
+        if self.query_source not in ("detector", "auto", "llm"):
+            raise ValueError(f"query_source {self.query_source!r}: detector, auto or llm")
+        if self.term_scorer not in TERM_SCORERS:
+            raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
+        if self.ce_candidates < 1:
+            raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
+
+
+# Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
+_SETTING_FIELDS = (
+    "mode",
+    "calibrate",
+    "term_scorer",
+    "llm_candidates",
+    "llm_max_chars",
+    "ce_candidates",
+    "hydoc_terms",
+    "final",
+    "per_term_k",
+    "include_question",
+    "orthogonal_not",
+    "second_segment_weight",
+    "query_source",
+    "trace_top",
+)
+
+
+def config_for(settings: Any, **changes: Any) -> LogicalConfig:
+    """The ``logical.*`` settings as a ``LogicalConfig`` (``changes`` on top, e.g. a named variant's)."""
+    group = settings.logical
+    fields: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS}
+    fields["ops"] = Operators(group.and_op, group.or_op, group.not_op)
+    return LogicalConfig(**{**fields, **changes})
+
+
+# Named variants: one pipeline name each for `chatbot eval retrieval --pipeline` (several in one run);
+# each applies its changes on top of the configuration `logical` would use. Keep the names in
+# chatbot/pipeline.py's lazy registry in step (a test checks).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "logical-prob": {"mode": "probabilistic"},
+    "logical-calibrated": {"calibrate": True},
+    "logical-minmax": {"ops": Operators("min", "max", "one_minus")},
+    "logical-and-sum": {"ops": Operators("sum", "sum", "one_minus")},
+    "logical-not-inverse": {"ops": Operators("product", "sum", "inverse")},
+    "logical-composed": {"final": "composed"},
+    "logical-itlr": {"orthogonal_not": False, "second_segment_weight": 0.0},
+    "logical-orlog": {"term_scorer": "llm-logprob", "mode": "probabilistic"},
+    "logical-ce": {"term_scorer": "cross-encoder"},
+    "logical-ce-prob": {"term_scorer": "cross-encoder", "mode": "probabilistic"},
+    "logical-hyde": {"hydoc_terms": True},
+}

@@ -1,0 +1,203 @@
+"""The answer type of a question and the cues of an answer of that type.
+
+``question_type`` types the question (how_much, how_long, when, why, what_to_do, yes_no; English and Italian
+wording); ``cue_score`` and ``heading_cue`` say how much a sentence or its section heading looks like an
+answer of that type (an amount for "how much", a duration for "how long", a time for "when", a reason for
+"why", an instruction for "what to do", a rule or verdict for "is it safe"). Pure functions, no model;
+``answer_select`` scores with them.
+"""
+
+from __future__ import annotations
+
+import re
+
+QUESTION_TYPES = ("how_much", "how_long", "when", "why", "what_to_do", "yes_no")
+
+# -- question types ------------------------------------------------------------------------------------
+
+_Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "why",
+        re.compile(r"\bwhy\b|\bhow come\b|\bwhat causes\b|\bperch[eé]\b|\bcome mai\b|\ba cosa serve\b", re.I),
+    ),
+    (
+        "how_long",
+        re.compile(
+            r"\bhow long\b|\bfor how many\b|\bquanto dura\b|\bquanto tempo\b|\bper quanto\b|\bfino a quando\b|"
+            r"\bper quant[ie]\b",
+            re.I,
+        ),
+    ),
+    (
+        "when",
+        re.compile(
+            r"^\W*(?:when|from when|until when|by when|at what|what age|how (?:early|soon)|how many weeks|"
+            r"until how many|from how many|after how many)\b|"
+            r"^\W*(?:quando|da quando|entro quando|a che et[aà]|dopo quant[ei]|a quant[ei]|da quant[ei] settiman|"
+            r"in che (?:mes|settiman|period|moment))",
+            re.I,
+        ),
+    ),
+    (
+        "how_much",
+        re.compile(
+            r"\bhow (?:much|many)\b|\bwhat (?:amount|dose|temperature|level)\b|\bquant[oaie]\b|\bche dose\b|"
+            r"\bquale dose\b",
+            re.I,
+        ),
+    ),
+    (
+        "what_to_do",
+        re.compile(
+            r"\bwhat (?:should|can|do|must) i do\b|\bwhat to do\b|\bwhat can i (?:do|take|try)\b|"
+            r"\bhow (?:do|can|should) i\b|\bwhat helps\b|\bcosa (?:devo|posso|si deve|bisogna|si pu[oò]) fare\b|"
+            r"\bcosa faccio\b|\bche (?:cosa )?(?:devo|posso) fare\b|^\W*come (?:devo|posso|si)\b|\bcosa fare\b",
+            re.I,
+        ),
+    ),
+)
+
+
+def question_type(question: str) -> str:
+    """The kind of answer a question asks for: how_much, how_long, when, why, what_to_do, or yes_no (a
+    yes/no or evaluative question, answered by a rule or verdict: the default)."""
+    for kind, pattern in _Q_PATTERNS:
+        if pattern.search(question):
+            return kind
+    return "yes_no"
+
+
+# -- answer cues in a sentence ---------------------------------------------------------------------------
+
+_UNIT = (
+    r"(?:mg|milligrams?|micrograms?|mcg|µg|microgramm\w*|milligramm\w*|g|kg|ml|pounds|ounces|minutes|portions?|"
+    r"servings?|cups?|mugs?|units?|°c|%|iu|international units|tazzin\w+|porzion\w+|poppate|grammi|chili|minuti)"
+)
+_NUMBER = r"\d[\d.,]*(?:\s?(?:-|to|and|a|e)\s?\d[\d.,]*)?"
+_DURATION = r"(?:weeks?|days?|months?|hours?|years?|settiman\w*|giorni|mesi|ore|anni|trimester|trimestre)"
+_ORDINAL_TIME = (
+    r"\b(?:prim|second|terz|quart|quint|sest|settim|ottav|non|decim|dodicesim|sedicesim|ventesim|"
+    r"ventiquattresim|ventottesim|trentaduesim|trentasettesim|trentesim)\w*\s+(?:settimana|mese|ora|giorn\w|anno)|"
+    r"\b(?:first|second|third|last) (?:few |\w+ )?(?:hour|day|week|month|year|trimester)s?\b|"
+    r"\bprim\w*\s+(?:\w+\s+)?(?:settiman|mes|giorn|ann)\w*"
+)
+_NUMBER_WORDS = r"(?:one|two|three|four|five|six|due|tre|quattro|cinque|sei|otto|dieci|dodici)"
+
+# (pattern, weight) per question type; a unit's cue score is the sum of the weights it matches, capped at 1.
+CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
+    "how_much": (
+        (re.compile(rf"\b{_NUMBER}\s?{_UNIT}\b", re.I), 0.7),
+        (
+            re.compile(
+                r"\b(?:no more than|not more than|at most|up to|no set number|limit|non più di|al massimo|limita|"
+                r"non esiste un numero|dose)\b",
+                re.I,
+            ),
+            0.4,
+        ),
+        (
+            re.compile(
+                r"\b(?:a|per|every|each) (?:day|week)\b|\bdaily\b|\bal giorno\b|\ba settimana\b|\b1 in \d", re.I
+            ),
+            0.3,
+        ),
+    ),
+    "how_long": (
+        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b", re.I), 0.5),
+        (
+            re.compile(
+                r"\b(?:until|till|within|lasts?|ease[sd]? by|fades?|goes away|go away|for (?:about|up to|at least)|"
+                r"fino a|fino alla|fino al|entro|dura|per tutto|scompare|migliora|si risolve|passeggero|almeno)\b",
+                re.I,
+            ),
+            0.5,
+        ),
+        (re.compile(_ORDINAL_TIME, re.I), 0.5),
+    ),
+    "when": (
+        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b", re.I), 0.7),
+        (
+            re.compile(
+                r"\b(?:from (?:around |about )?(?:\d|the)|between (?:about )?\d|by (?:around )?\d|"
+                r"at (?:about |around )?\d|first day|as soon as|before|after|within|"
+                r"tra la|tra il|a partire|dalla|dopo|prima|entro)\b",
+                re.I,
+            ),
+            0.3,
+        ),
+        (re.compile(_ORDINAL_TIME, re.I), 0.7),
+    ),
+    "why": (
+        (re.compile(r"\b(?:because|due to|so that|which is why|perché|poiché|a causa|dovut\w*)\b", re.I), 0.3),
+        (
+            re.compile(
+                r"\b(?:because|due to|linked to|leads? to|lead to|can cause|causes?|caused|so that|which is why|"
+                r"reduces?|lowers?|increases?|risk|protects?|hormones?|perché|poiché|a causa|dovut\w*|legat\w*|"
+                r"provoca|causa\w*|riduce|rischio|protegg\w*|ormoni|harm\w*|dangerous|pericolos\w*|dannegg\w*)\b",
+                re.I,
+            ),
+            0.7,
+        ),
+        (re.compile(r"\b(?:helps?|needed|important|aiuta|importante|indispensabil\w*|serve|servono)\b", re.I), 0.3),
+    ),
+    "what_to_do": (
+        (
+            re.compile(
+                r"^(?:- )?(?:contact|call|tell|speak|talk|ask|see|get|go|take|eat|drink|try|keep|use|avoid|stop|"
+                r"rest|sit|wear|put|lie|choose|always|never|do not|don't|contatta|chiama|parlane|parla|chiedi|"
+                r"rivolgiti|vai|prendi|mangia|bevi|fai|riposa|concediti|evita|usa|metti|tieni|cuoci|lava|non)\b|"
+                r"^(?:if|se)\b[^.;]*?,\s*(?:contact|call|tell|speak|talk|ask|see|get|go|contatta|chiama|parlane|"
+                r"chiedi|rivolgiti|vai)\b",
+                re.I | re.M,
+            ),
+            0.7,
+        ),
+        (
+            re.compile(
+                r"\b(?:straight away|immediately|right away|as soon as|subito|immediatamente|most important thing|"
+                r"best thing|la cosa più importante)\b",
+                re.I,
+            ),
+            0.3,
+        ),
+    ),
+    "yes_no": (
+        (
+            re.compile(
+                r"\b(?:safe|safely|safer|not harmful|harmful|fine|recommended|not recommended|avoid|do not|don't|"
+                r"never|no amount|no need|no evidence|myth|allowed|suitable|not reliable|better|usual advice|"
+                r"sicur\w*|non fa male|non danneggia|evita|mai|raccomandat\w*|consentit\w*|sconsigliat\w*|"
+                r"falso mito|affidabil\w*|si può|non si fanno|non dovrebbe)\b|^(?:- )?non\b",
+                re.I | re.M,
+            ),
+            0.6,
+        ),
+        (re.compile(r"\b(?:no more than|limit|limita|up to|non più di|al massimo)\b", re.I), 0.4),
+    ),
+}
+# Section headings name what a section answers ("How much is too much", "Quanto e per quanto tempo").
+HEADING_CUES: dict[str, re.Pattern[str]] = {
+    "how_much": re.compile(r"\bhow much\b|\bhow many\b|\bquant[oaie]\b|\bdose\b|\bamount\b", re.I),
+    "how_long": re.compile(r"\bhow long\b|\bper quanto\b|\bdurat|\bquanto dura\b", re.I),
+    "when": re.compile(r"^(?:when (?!to (?:get|seek|call|talk|ask|see|contact))|quando (?!chiedere))", re.I),
+    "why": re.compile(r"\bwhy\b|\bperch[eé]\b|\bwhat (?:it )?is\b|\bche cos", re.I),
+    "what_to_do": re.compile(
+        r"\bwhat to do\b|\bmay help\b|\bself-help\b|\btips\b|\bcop(?:e|ing)\b|\bways to\b|\beasing\b|"
+        r"\bcosa (?:fare|pu[oò]|puoi)\b|\bregole\b|\bprotecting\b",
+        re.I,
+    ),
+    "yes_no": re.compile(r"\bsafe|\bavoid|\bsicur|\bevitare|\bregole\b|\bmyth|\bmito\b", re.I),
+}
+
+
+def cue_score(kind: str, text: str) -> float:
+    """The weights (summed, capped at 1) of the answer cues of the question type ``kind`` found in ``text``."""
+    lines = [line for line in text.split("\n") if line.strip()] or [text]
+    # a list answers as well as its best line (its items are sentences of their own)
+    return max(min(1.0, sum(w for pattern, w in CUES.get(kind, ()) if pattern.search(line))) for line in lines)
+
+
+def heading_cue(kind: str, heading: str) -> float:
+    """1.0 when the section heading says it answers this kind of question, else 0."""
+    pattern = HEADING_CUES.get(kind)
+    return 1.0 if pattern and heading and pattern.search(heading.strip()) else 0.0
