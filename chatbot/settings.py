@@ -469,6 +469,39 @@ class LogicalSettings(_Group):
         "LLM when one answers (auto/llm; slower, repaired by the detector when it loses the exclusion).",
     )
     trace_top: int = Field(default=10, ge=1, description="Candidates whose per-term scores go into the trace.")
+    mention: bool = Field(
+        default=False,
+        description="Look for each NOT term in every candidate's sentences (its words, stems and EN/IT synonyms; "
+        "IDF-weighted, soft maximum over sentences: chatbot/logical/mention.py) and demote the candidates that "
+        "discuss it (chatbot/logical/exclusion.py).",
+    )
+    mention_beta: float = Field(
+        default=8.0, gt=0, description="Soft maximum over sentences: log(sum exp(beta*s))/beta (large: plain max)."
+    )
+    mention_tau_entity: float = Field(
+        default=0.5, description="Calibration σ((s−τ)·λ) of the mention score: τ for names (capitalised, digits)."
+    )
+    mention_tau_concept: float = Field(default=0.5, description="τ of the mention calibration for other terms.")
+    mention_lam: float = Field(default=12.0, gt=0, description="λ of the mention calibration σ((s−τ)·λ).")
+    mention_weight: float = Field(
+        default=0.9, ge=0, le=1, description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes."
+    )
+    mention_constraint: bool = Field(
+        default=True,
+        description="NS-IR connective constraint: documents satisfying the positive part and no NOT's mention "
+        "(P < 0.5) rank above all others.",
+    )
+    mention_positive_min: float = Field(
+        default=0.0,
+        ge=0,
+        description="Constraint: the positive part holds when every positive term's (normalised rerank) score "
+        "reaches this (0: always).",
+    )
+    mention_drop_shared: bool = Field(
+        default=True,
+        description="Look only for the NOT term's words that the positive part does not use (the lexical "
+        "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
+    )
 
 
 class StoreSettings(_Group):

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from chatbot.index import Hit
+from chatbot.logical import exclusion
 from chatbot.logical.compose import (
     DEFAULT_OPERATORS,
     Calibration,
@@ -97,6 +98,17 @@ class LogicalConfig:
     # HyDE per positive term: the term's vector = its zero-shot HyDoc's (averaged with the term's as hyde does),
     # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
     hydoc_terms: bool = False
+    # Sentence-level mentions of NOT terms (chatbot/logical/exclusion.py, mention.py); chosen on NegConstraint's
+    # TRAIN split (`python -m evaluation.bench_negation select`).
+    mention: bool = False
+    mention_beta: float = 8.0
+    mention_tau_entity: float = 0.5
+    mention_tau_concept: float = 0.5
+    mention_lam: float = 12.0
+    mention_weight: float = 0.9
+    mention_constraint: bool = True
+    mention_positive_min: float = 0.0
+    mention_drop_shared: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -120,6 +132,15 @@ _SETTING_FIELDS = (
     "llm_max_chars",
     "ce_candidates",
     "hydoc_terms",
+    "mention",
+    "mention_beta",
+    "mention_tau_entity",
+    "mention_tau_concept",
+    "mention_lam",
+    "mention_weight",
+    "mention_constraint",
+    "mention_positive_min",
+    "mention_drop_shared",
     "final",
     "per_term_k",
     "include_question",
@@ -136,6 +157,20 @@ def config_for(settings: Any, **changes: Any) -> LogicalConfig:
     fields: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS}
     fields["ops"] = Operators(group.and_op, group.or_op, group.not_op)
     return LogicalConfig(**{**fields, **changes})
+
+
+def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
+    """The mention knobs of ``config``."""
+    return exclusion.MentionKnobs(
+        config.mention_beta,
+        config.mention_tau_entity,
+        config.mention_tau_concept,
+        config.mention_lam,
+        config.mention_weight,
+        config.mention_constraint,
+        config.mention_positive_min,
+        config.mention_drop_shared,
+    )
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -403,6 +438,10 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
         final = timed(timings, "rerank", rerank)
 
+    mentions = None
+    if config.mention and negative_terms(query):
+        mentions = timed(timings, "mentions", lambda: exclusion.detect_mentions(query, candidates, knobs(config)))
+        final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
     n_llm = n_ce = 0
     plausibility_info: dict[str, Any] | None = None
@@ -449,6 +488,14 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         ranked = head + [h for h in tail if h.segment.doc_id not in seen]
     else:
         ranked = aggregate_documents(scored, config.second_segment_weight)
+    if mentions is not None and config.mention_constraint:
+        ok = exclusion.positive_ok(query, {**values, **rerank_scores}, config.mention_positive_min)
+        violation = mentions.violation()
+        ranked = exclusion.constrain(
+            ranked,
+            exclusion.document_violation(candidates, violation),
+            {h.segment.id: bool(v) for h, v in zip(candidates, ok, strict=True)},
+        )
     top = ranked[: settings.retrieval.top_n]
     shown = ranked[: config.trace_top]
     logical_info.update(
@@ -480,6 +527,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             t: {h.segment.id: h.detail.get(f"llm:{t}") for h in shown if f"llm:{t}" in h.detail} for t in names
         }
         logical_info["plausibility"] = plausibility_info
+    if mentions is not None:
+        logical_info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(candidates)})
     if ce_info is not None:
         if n_ce:
             ce_info["scores"] = {
