@@ -33,14 +33,14 @@ VIOLATION = 0.5  # P(mention) at or above which a candidate violates a NOT term
 class MentionKnobs:
     """The ``logical.mention_*`` knobs (see chatbot/settings.py LogicalSettings for what each does)."""
 
-    beta: float = 8.0
-    tau_entity: float = 0.5
-    tau_concept: float = 0.5
+    beta: float = 1000.0
+    tau_entity: float = 0.7
+    tau_concept: float = 0.7
     lam: float = 12.0
-    weight: float = 0.9
-    constraint: bool = True
+    weight: float = 0.1
+    constraint: bool = False
     positive_min: float = 0.0
-    drop_shared: bool = True
+    drop_shared: bool = False
 
     def calibration(self) -> Calibration:
         return Calibration(self.tau_entity, self.tau_concept, self.lam)

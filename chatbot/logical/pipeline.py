@@ -99,16 +99,17 @@ class LogicalConfig:
     # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
     hydoc_terms: bool = False
     # Sentence-level mentions of NOT terms (chatbot/logical/exclusion.py, mention.py); chosen on NegConstraint's
-    # TRAIN split (`python -m evaluation.bench_negation select`).
-    mention: bool = False
-    mention_beta: float = 8.0
-    mention_tau_entity: float = 0.5
-    mention_tau_concept: float = 0.5
+    # TRAIN split (`python -m evaluation.bench_negation select`, evaluation/results/logical-negation-selection.md):
+    # a light demotion of passages that hold most of a NOT term's words in one sentence; no constraint.
+    mention: bool = True
+    mention_beta: float = 1000.0
+    mention_tau_entity: float = 0.7
+    mention_tau_concept: float = 0.7
     mention_lam: float = 12.0
-    mention_weight: float = 0.9
-    mention_constraint: bool = True
+    mention_weight: float = 0.1
+    mention_constraint: bool = False
     mention_positive_min: float = 0.0
-    mention_drop_shared: bool = True
+    mention_drop_shared: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -439,7 +440,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         final = timed(timings, "rerank", rerank)
 
     mentions = None
-    if config.mention and negative_terms(query):
+    if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
         mentions = timed(timings, "mentions", lambda: exclusion.detect_mentions(query, candidates, knobs(config)))
         final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
