@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.bench_logical import RESULTS, SHARED, eval_services, prepare_index, success_at_1
+from evaluation.logical_bench.common import SHARED, eval_services, prepare_index, success_at_1
+from evaluation.report import results_dir
 
 # Grid 1 (logical-negation-selection-grid1.md): τ 0.4/0.6 and weight 0.5/0.9 lost to today on train; a
 # partial match (one word of "the development of factories") hit the positives too. Grid 2: stricter τ
@@ -192,7 +193,7 @@ def run_select(args: argparse.Namespace) -> Path:
     grid_rows = rows[1:]
     best = max(grid_rows, key=lambda r: (r["Success@1"], r["MRR@10"], r["nDCG@10"]))
     chosen = _changes({k: best[k] for k in keys})
-    out = RESULTS / f"{args.name}.md"
+    out = results_dir() / f"{args.name}.md"
     lines = [
         f"# Choice of the mention knobs (issue 19) on NegConstraint's {args.split} split",
         "",
@@ -223,7 +224,7 @@ def run_select(args: argparse.Namespace) -> Path:
         "chosen": chosen,
         "rows": rows,
     }
-    (RESULTS / f"{args.name}.summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (results_dir() / f"{args.name}.summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return out
 
 
@@ -253,7 +254,7 @@ def run_report(args: argparse.Namespace) -> Path:
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-    return Path(args.out) if args.out else RESULTS
+    return Path(args.out) if args.out else results_dir()
 
 
 def main(argv: list[str] | None = None) -> int:
