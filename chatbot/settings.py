@@ -469,6 +469,39 @@ class LogicalSettings(_Group):
         "LLM when one answers (auto/llm; slower, repaired by the detector when it loses the exclusion).",
     )
     trace_top: int = Field(default=10, ge=1, description="Candidates whose per-term scores go into the trace.")
+    mention: bool = Field(
+        default=True,
+        description="Look for each NOT term's words (stems, EN/IT synonyms) in every candidate's sentences and "
+        "demote those that name it (chatbot/logical/mention.py, exclusion.py); trace: the sentence. NegConstraint "
+        "test Success@1 0.494 -> 0.506, n.s. (evaluation/results/logical-negation.md).",
+    )
+    mention_beta: float = Field(
+        default=1000.0, gt=0, description="Soft maximum over sentences: log(sum exp(beta*s))/beta (large: plain max)."
+    )
+    mention_tau_entity: float = Field(
+        default=0.7, description="Calibration σ((s−τ)·λ) of the mention score: τ for names (capitalised, digits)."
+    )
+    mention_tau_concept: float = Field(default=0.7, description="τ of the mention calibration for other terms.")
+    mention_lam: float = Field(default=12.0, gt=0, description="λ of the mention calibration σ((s−τ)·λ).")
+    mention_weight: float = Field(
+        default=0.1, ge=0, le=1, description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes."
+    )
+    mention_constraint: bool = Field(
+        default=False,
+        description="NS-IR connective constraint: documents satisfying the positive part and no NOT's mention "
+        "(P < 0.5) rank above all others.",
+    )
+    mention_positive_min: float = Field(
+        default=0.0,
+        ge=0,
+        description="Constraint: the positive part holds when every positive term's (normalised rerank) score "
+        "reaches this (0: always).",
+    )
+    mention_drop_shared: bool = Field(
+        default=False,
+        description="Look only for the NOT term's words that the positive part does not use (the lexical "
+        "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
+    )
 
 
 class StoreSettings(_Group):

@@ -59,7 +59,7 @@ def make_services(tmp_path, base_url: str, hyde: dict | None = None, **logical_s
         retrieval={"top_k": 10, "top_n": 3},
         llm={"base_url": base_url, "autostart": False, "timeout_s": 5.0, "model": "fake-model"},
         hyde=hyde or {},
-        logical=logical_settings,
+        logical={"mention": False, **logical_settings},  # cosine scores exactly (mentions: test_logical_mention.py)
     )
     return indexed_services(settings, FakeEmbedder(), DOCS, max_chars=300, min_chars=10)
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from chatbot.logical import pipeline as logical
@@ -70,9 +72,11 @@ def test_composed_scores_are_exact_on_hand_made_vectors(tmp_path, fake_embedder)
     assert info["query"] == '"asthma" AND NOT "fever"'
     assert info["final"] == "composed"
     scores = {h.segment.doc_id: h.score for h in result.ranked}
-    # positive: 2/√5 · (1 − 0); distractor: 2/√5 · (1 − 1/√5)
+    # positive: 2/√5 · (1 − 0); distractor: 2/√5 · (1 − 1/√5), then × (1 − 0.1·σ((1 − 0.7)·12)) for the
+    # sentence that names "fever" (logical.mention defaults, tests/test_logical_mention.py)
+    mention = 1 - 0.1 / (1 + math.exp(-(1.0 - 0.7) * 12.0))
     assert scores["positive"] == pytest.approx(2 / 5**0.5)
-    assert scores["distractor"] == pytest.approx(2 / 5**0.5 * (1 - 1 / 5**0.5))
+    assert scores["distractor"] == pytest.approx(2 / 5**0.5 * (1 - 1 / 5**0.5) * mention)
     seg = result.ranked[0].segment.id
     assert info["term_scores"]["asthma"][seg] == pytest.approx(2 / 5**0.5, abs=1e-4)
     assert info["term_scores"]["fever"][seg] == pytest.approx(0.0)
@@ -134,7 +138,7 @@ def test_probabilistic_score_is_the_exact_probability(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
     cal = Calibration(0.5, 10.0)
     result = logical.logical_retrieve(
-        "asthma other than fever", services, LogicalConfig(mode="probabilistic", calibration=cal)
+        "asthma other than fever", services, LogicalConfig(mode="probabilistic", calibration=cal, mention=False)
     )
     scores = {h.segment.doc_id: h.score for h in result.ranked}
     a, f = 2 / 5**0.5, 1 / 5**0.5
@@ -243,7 +247,7 @@ def test_orthogonal_negation_removes_the_positive_direction(fake_embedder):
 
 def test_orthogonal_not_keeps_on_topic_documents_that_skip_the_excluded_thing(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
-    config = LogicalConfig(final="composed", orthogonal_not=True)
+    config = LogicalConfig(final="composed", orthogonal_not=True, mention=False)
     result = logical.logical_retrieve("asthma other than asthma fever", services, config)
     scores = {h.segment.doc_id: h.score for h in result.ranked}
     assert result.info["logical"]["query"] == '"asthma" AND NOT "asthma fever"'

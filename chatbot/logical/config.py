@@ -42,6 +42,18 @@ class LogicalConfig:
     # HyDE per positive term: the term's vector = its zero-shot HyDoc's (averaged with the term's as hyde does),
     # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
     hydoc_terms: bool = False
+    # Sentence-level mentions of NOT terms (chatbot/logical/exclusion.py, mention.py); chosen on NegConstraint's
+    # TRAIN split (`python -m evaluation.bench_negation select`, evaluation/results/logical-negation-selection.md):
+    # a light demotion of passages that hold most of a NOT term's words in one sentence; no constraint.
+    mention: bool = True
+    mention_beta: float = 1000.0
+    mention_tau_entity: float = 0.7
+    mention_tau_concept: float = 0.7
+    mention_lam: float = 12.0
+    mention_weight: float = 0.1
+    mention_constraint: bool = False
+    mention_positive_min: float = 0.0
+    mention_drop_shared: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -65,6 +77,15 @@ _SETTING_FIELDS = (
     "llm_max_chars",
     "ce_candidates",
     "hydoc_terms",
+    "mention",
+    "mention_beta",
+    "mention_tau_entity",
+    "mention_tau_concept",
+    "mention_lam",
+    "mention_weight",
+    "mention_constraint",
+    "mention_positive_min",
+    "mention_drop_shared",
     "final",
     "per_term_k",
     "include_question",

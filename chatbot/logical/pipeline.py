@@ -50,11 +50,12 @@ from typing import Any
 import numpy as np
 
 from chatbot.index import Hit
+from chatbot.logical import exclusion
 from chatbot.logical.compose import calibration_for
 from chatbot.logical.config import VARIANTS, LogicalConfig, config_for
 from chatbot.logical.detect import Detection, analyse
 from chatbot.logical.hydoc_terms import hydoc_term_vectors
-from chatbot.logical.query import Node, positive_terms, terms, to_string
+from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
 from chatbot.logical.rescore import cross_encoder_rescore, plausibility_rescore, term_cross_encoder
 from chatbot.logical.scoring import (
     aggregate_documents,
@@ -65,6 +66,20 @@ from chatbot.logical.scoring import (
     term_values,
 )
 from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline, timed
+
+
+def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
+    """The mention knobs of ``config``."""
+    return exclusion.MentionKnobs(
+        config.mention_beta,
+        config.mention_tau_entity,
+        config.mention_tau_concept,
+        config.mention_lam,
+        config.mention_weight,
+        config.mention_constraint,
+        config.mention_positive_min,
+        config.mention_drop_shared,
+    )
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -172,6 +187,10 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
         final = timed(timings, "rerank", rerank)
 
+    mentions = None
+    if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
+        mentions = timed(timings, "mentions", lambda: exclusion.detect_mentions(query, candidates, knobs(config)))
+        final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
     n_llm = n_ce = 0
     plausibility_info: dict[str, Any] | None = None
@@ -218,6 +237,14 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         ranked = head + [h for h in tail if h.segment.doc_id not in seen]
     else:
         ranked = aggregate_documents(scored, config.second_segment_weight)
+    if mentions is not None and config.mention_constraint:
+        ok = exclusion.positive_ok(query, {**values, **rerank_scores}, config.mention_positive_min)
+        violation = mentions.violation()
+        ranked = exclusion.constrain(
+            ranked,
+            exclusion.document_violation(candidates, violation),
+            {h.segment.id: bool(v) for h, v in zip(candidates, ok, strict=True)},
+        )
     top = ranked[: settings.retrieval.top_n]
     shown = ranked[: config.trace_top]
     logical_info.update(
@@ -249,6 +276,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             t: {h.segment.id: h.detail.get(f"llm:{t}") for h in shown if f"llm:{t}" in h.detail} for t in names
         }
         logical_info["plausibility"] = plausibility_info
+    if mentions is not None:
+        logical_info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(candidates)})
     if ce_info is not None:
         if n_ce:
             ce_info["scores"] = {
