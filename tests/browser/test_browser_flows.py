@@ -10,7 +10,6 @@ import pytest
 
 from tests.browser.support import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     LiveServer,
     add_users,
     build_services,
@@ -39,14 +38,6 @@ def live(tmp_path_factory):
     with LiveServer(app) as server:
         server.state = app.state.chatbot
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

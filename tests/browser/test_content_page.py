@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.browser.support import CHROMIUM, CHROMIUM_ARGS, PASSWORD, LiveServer, add_users, build_services, ui_settings
+from tests.browser.support import CHROMIUM, PASSWORD, LiveServer, add_users, build_services, ui_settings
 from tests.browser.test_browser_flows import LINKS_JS, login, shot
 from tests.test_file_importers import make_pdf
 
@@ -46,14 +46,6 @@ def live(tmp_path_factory):
     with LiveServer(app) as server:
         server.state = app.state.chatbot
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def new_page(browser):
