@@ -50,7 +50,7 @@ def live(tmp_path_factory):
 
 def new_page(browser):
     pg = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(120_000)  # certifying embeds; a loaded CI box needs the room
     return pg
 
 
