@@ -11,8 +11,9 @@ from sqlalchemy import MetaData, inspect, select
 
 from chatbot.store import auth
 from chatbot.store import content as store_content
+from chatbot.store.content_models import ContentState
 from chatbot.store.db import Store, current_revision, downgrade, make_engine, migrate
-from chatbot.store.models import Approval, ContentState, Turn
+from chatbot.store.models import Approval, Turn
 from corpus.model import Document
 from tests.test_store import postgres_url  # noqa: F401 - the PostgreSQL fixture
 

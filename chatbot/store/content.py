@@ -15,8 +15,9 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from chatbot.store.auth import Principal, audit
+from chatbot.store.content_models import ContentDocument, ContentState, ContentVersion
 from chatbot.store.db import Store
-from chatbot.store.models import Approval, ContentDocument, ContentState, ContentVersion, User, utcnow
+from chatbot.store.models import Approval, User, utcnow
 
 CERTIFIERS = ("clinician",)  # a named clinician certifies; admins and editors prepare and withdraw
 WITHDRAWERS = ("clinician", "admin", "editor")

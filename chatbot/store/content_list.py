@@ -8,8 +8,9 @@ from typing import Any
 
 from sqlalchemy import select
 
+from chatbot.store.content_models import ContentDocument, ContentVersion
 from chatbot.store.db import Store
-from chatbot.store.models import Approval, ContentDocument, ContentVersion
+from chatbot.store.models import Approval
 
 
 def _doc_of_segment(segment_id: str) -> str:

@@ -13,8 +13,9 @@ from typing import Any
 from sqlalchemy import func, select
 
 from chatbot.store.auth import Principal, audit
+from chatbot.store.base import utcnow
 from chatbot.store.db import Store
-from chatbot.store.models import EvalQuestion, EvalSession, FrozenAnswer, QuestionSet, Rating, utcnow
+from chatbot.store.eval_models import EvalQuestion, EvalSession, FrozenAnswer, QuestionSet, Rating
 
 LIKERT = ("q3_quality", "q4_reliability", "q5_clarity", "q6_completeness", "q7_overall")
 

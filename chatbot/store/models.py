@@ -1,49 +1,31 @@
 """SQLAlchemy 2 models of the app database. The schema is created by Alembic (chatbot/store/migrations),
-never by ``create_all``: change a model here, then add a migration."""
+never by ``create_all``: change a model here (or in ``eval_models`` / ``content_models``, whose tables this
+module registers on ``Base`` too), then add a migration."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     Boolean,
-    Date,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
     Text,
-    UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-ROLES = ("clinician", "evaluator", "admin", "editor")
-
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from chatbot.store import content_models, eval_models  # noqa: F401 - their tables belong to Base.metadata
+from chatbot.store.base import NAMING, ROLES, Base, utcnow  # noqa: F401 - the names importers use
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
-
-
-# -- people -------------------------------------------------------------------------------------------------
+# -- people ------------------------------------------------------------------------------------------------------------
 class User(Base):
     __tablename__ = "users"
 
@@ -199,87 +181,6 @@ class Approval(Base):
     suspended_reason: Mapped[str | None] = mapped_column(Text)
 
 
-# -- Likert evaluation --------------------------------------------------------------------------------------
-class QuestionSet(Base):
-    __tablename__ = "question_sets"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200))
-    source: Mapped[str] = mapped_column(Text, default="")
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-    questions: Mapped[list[EvalQuestion]] = relationship(order_by="EvalQuestion.position")
-
-
-class EvalQuestion(Base):
-    __tablename__ = "eval_questions"
-    __table_args__ = (UniqueConstraint("set_id", "position"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    set_id: Mapped[int] = mapped_column(ForeignKey("question_sets.id", ondelete="CASCADE"), index=True)
-    position: Mapped[int] = mapped_column(Integer)
-    external_id: Mapped[str] = mapped_column(String(200))
-    text: Mapped[str] = mapped_column(Text)
-    qtype: Mapped[str | None] = mapped_column(String(64))
-
-
-class EvalSession(Base):
-    __tablename__ = "eval_sessions"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
-    question_set_id: Mapped[int] = mapped_column(ForeignKey("question_sets.id"))
-    pipelines: Mapped[list[Any]] = mapped_column(JSON)
-    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # settings snapshot per pipeline
-    status: Mapped[str] = mapped_column(String(16), default="generating")  # generating | open | closed
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-    answers: Mapped[list[FrozenAnswer]] = relationship(order_by="FrozenAnswer.position")
-
-
-class FrozenAnswer(Base):
-    """An answer generated once when the session was created; evaluators rate exactly this text."""
-
-    __tablename__ = "frozen_answers"
-    __table_args__ = (UniqueConstraint("session_id", "position"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    session_id: Mapped[int] = mapped_column(ForeignKey("eval_sessions.id", ondelete="CASCADE"), index=True)
-    question_id: Mapped[int] = mapped_column(ForeignKey("eval_questions.id"))
-    position: Mapped[int] = mapped_column(Integer)  # shuffled order shown to evaluators (blind)
-    pipeline: Mapped[str] = mapped_column(String(64))
-    reply: Mapped[str] = mapped_column(Text)
-    links: Mapped[list[Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(32))
-    trace: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-    question: Mapped[EvalQuestion] = relationship(lazy="joined")
-
-
-class Rating(Base):
-    """One evaluator's ratings of one frozen answer (Q1-Q7 of the seed paper's user study)."""
-
-    __tablename__ = "ratings"
-    __table_args__ = (UniqueConstraint("answer_id", "evaluator_id"), Index("ix_ratings_evaluator", "evaluator_id"))
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    answer_id: Mapped[int] = mapped_column(ForeignKey("frozen_answers.id", ondelete="CASCADE"), index=True)
-    evaluator_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    q1_relevant: Mapped[bool] = mapped_column(Boolean)
-    q2_links: Mapped[list[Any]] = mapped_column(JSON)  # one bool per shown link
-    q3_quality: Mapped[int] = mapped_column(Integer)
-    q4_reliability: Mapped[int] = mapped_column(Integer)
-    q5_clarity: Mapped[int] = mapped_column(Integer)
-    q6_completeness: Mapped[int] = mapped_column(Integer)
-    q7_overall: Mapped[int] = mapped_column(Integer)
-    comment: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-
 # -- the JSON API (/api/v1) ---------------------------------------------------------------------------------
 class ApiToken(Base):
     """A bearer token an admin created for another system. Only its SHA-256 is stored."""
@@ -327,67 +228,3 @@ class RateCounter(Base):
     key: Mapped[str] = mapped_column(String(160), primary_key=True)
     window_start: Mapped[int] = mapped_column(Integer, primary_key=True)  # unix seconds
     count: Mapped[int] = mapped_column(Integer, default=0)
-
-
-# -- certified content lifecycle (chatbot/content.py) --------------------------------------------------------
-CONTENT_STATUSES = ("draft", "certified", "superseded", "withdrawn", "expired")
-
-
-class ContentDocument(Base):
-    """A managed document; ``current_version_id`` is the one version patients may read (None: none)."""
-
-    __tablename__ = "content_documents"
-
-    id: Mapped[str] = mapped_column(String(200), primary_key=True)  # the doc_id its segments carry
-    title: Mapped[str] = mapped_column(Text)
-    language: Mapped[str] = mapped_column(String(8), index=True)
-    publisher: Mapped[str] = mapped_column(String(200), default="")
-    source_url: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    current_version_id: Mapped[int | None] = mapped_column(Integer)  # no FK: versions point here (no cycle)
-
-    versions: Mapped[list[ContentVersion]] = relationship(
-        back_populates="document", order_by="ContentVersion.number", cascade="all, delete-orphan"
-    )
-
-
-class ContentVersion(Base):
-    """One imported text of a document, with its certification: draft, certified, superseded (a newer version
-    was certified), withdrawn or expired (its review date passed)."""
-
-    __tablename__ = "content_versions"
-    __table_args__ = (UniqueConstraint("document_id", "number"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    document_id: Mapped[str] = mapped_column(ForeignKey("content_documents.id", ondelete="CASCADE"), index=True)
-    number: Mapped[int] = mapped_column(Integer)
-    content_hash: Mapped[str] = mapped_column(String(64), index=True)
-    format: Mapped[str] = mapped_column(String(16))
-    source_name: Mapped[str] = mapped_column(Text, default="")
-    title: Mapped[str] = mapped_column(Text)
-    source_url: Mapped[str] = mapped_column(Text)
-    language: Mapped[str] = mapped_column(String(8))
-    publisher: Mapped[str] = mapped_column(String(200), default="")
-    text: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), default="draft", index=True)
-    imported_by: Mapped[str] = mapped_column(String(80))
-    imported_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    certified_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    certified_by: Mapped[str | None] = mapped_column(String(80))
-    certified_at: Mapped[datetime | None] = mapped_column(DateTime)
-    review_due: Mapped[date | None] = mapped_column(Date, index=True)
-    withdrawn_at: Mapped[datetime | None] = mapped_column(DateTime)
-    withdrawn_by: Mapped[str | None] = mapped_column(String(80))
-    withdraw_reason: Mapped[str | None] = mapped_column(Text)
-
-    document: Mapped[ContentDocument] = relationship(back_populates="versions")
-
-
-class ContentState(Base):
-    """One row: a counter bumped by every change of what patients may read, so each question's content gate
-    knows with one read whether its cached view is current."""
-
-    __tablename__ = "content_state"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    generation: Mapped[int] = mapped_column(Integer, default=0)
