@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from chatbot.resources import shared_data_dir  # noqa: E402
 from evaluation.compare_runs import compare  # noqa: E402
+from evaluation.e5_parity import ranked_docs  # noqa: E402
 from evaluation.evaluator import Benchmark  # noqa: E402
 from evaluation.harness import compute_metrics, load_judged, percentile  # noqa: E402
 from evaluation.report import Report, add_output_args, command_line, output_target  # noqa: E402
@@ -50,16 +51,6 @@ def cpu_name() -> str:
         pass
     wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
     return f"{model} ({', '.join(f for f in wanted if f in flags)}; {os.cpu_count()} cores)"
-
-
-def ranked_docs(scores: np.ndarray, doc_ids: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for j in np.argsort(-scores, kind="stable"):
-        if doc_ids[j] not in seen:
-            seen.add(doc_ids[j])
-            out.append(doc_ids[j])
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,6 +57,7 @@ def parity_texts(data: Path, per_group: int) -> dict[str, tuple[str, list[str]]]
 
 
 def ranked_docs(scores: np.ndarray, doc_ids: list[str]) -> list[str]:
+    """Document ids by their best segment's score (one entry per document, ties in segment order)."""
     seen: set[str] = set()
     ranked = []
     for j in np.argsort(-scores, kind="stable"):
