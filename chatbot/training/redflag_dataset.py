@@ -220,7 +220,7 @@ def build(
     rng: random.Random, per_pos: int, per_neg: int, data_root: Path, medquad: int, per_extra: int = 25
 ) -> dict[str, list]:
     """{"train": [(text, label, lang, source)], "val": [...]}."""
-    table = seeds()
+    table, extra = seeds(), extra_seeds()
     sets: dict[str, list] = {"train": [], "val": []}
     ordinary = {lang: [fill(t, lang, rng) for t in table["negatives"][lang]] for lang in ("en", "it")}
     for qid, lang, text in shared_queries(data_root, medquad):
@@ -241,7 +241,7 @@ def build(
         split = "val" if _held_out(text) else "train"
         for _ in range(per_pos // 2 if split == "train" else 3):
             sets[split].append((expand(text, "en", rng, [], True), action, "mixed", "mixed"))
-    for row in extra_seeds():  # whole hand-written messages: the text as written plus variants
+    for row in extra:  # whole hand-written messages: the text as written plus variants
         lang, label, text = row["lang"], row["label"], row["text"]
         split = "val" if _held_out(text) else "train"
         sets[split].append((text, label, lang, f"extra-{row['kind']}"))
@@ -266,7 +266,7 @@ def build(
             for _ in range(per_neg // 2 if split == "train" else 3):
                 marker, follow = rng.choice(table["past_markers"][lang]), rng.choice(table["follow_ups"][lang])
                 sets[split].append((expand(f"{marker} {event}, {follow}", lang, rng, [], False), "none", lang, "past"))
-        extra_neg = [r["text"] for r in extra_seeds() if r["lang"] == lang and r["label"] == "none"]
+        extra_neg = [r["text"] for r in extra if r["lang"] == lang and r["label"] == "none"]
         train_neg = [fill(s, lang, rng) for s in texts if not _held_out(s)]
         train_neg += [t for t in extra_neg if not _held_out(t)]
         for _ in range(per_neg * 10):  # two ordinary questions run together stay ordinary
