@@ -13,6 +13,8 @@ from chatbot.question_input import InvalidQuestion, validate_question
 from chatbot.stages.relevance import relevance, threshold_for, without_urgent_fillers
 from chatbot.stages.route import route
 
+MAX_ANSWERS = 3  # answers composed for one question when linked documents keep being withdrawn meanwhile
+
 
 def answer(question: Any, services: Services, pipeline: str | None = None) -> dict[str, Any]:
     """The red-flag screen first, on the raw text (chatbot.stages.redflags), then ``_answer``. Whatever the
@@ -26,11 +28,15 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     urgent = redflags.urgent_fields(screen, language, services.settings.safety.urgent_cards)
     try:
         ans = _answer(question, services, pipeline, screen, urgent)
-        for _ in range(2):  # a document linked here was withdrawn while answering: answer again without it
-            content = (ans.get("trace") or {}).get("content")
-            if not content or links_still_live(content["versions"], services, content["generation"]):
+        attempts = 1
+        while not _links_live(ans, services):  # a linked document was withdrawn while answering: answer again
+            if attempts == MAX_ANSWERS:  # withdrawn again each time: link nothing rather than a withdrawn text
+                trace = {"content": {"withdrawn_while_answering": attempts}}
+                reply = safety.NO_CERTIFIED_INFO[language]
+                ans = outcome(text, reply, "no_certified_info", urgent=urgent, language=language, trace=trace)
                 break
             ans = _answer(question, services, pipeline, screen, urgent)
+            attempts += 1
     except Exception as exc:
         if not screen.urgent:
             raise
@@ -39,6 +45,17 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
         )
     ans.setdefault("trace", {}).setdefault("safety", {})["red_flag_screen"] = screen.trace()
     return ans
+
+
+def _links_live(ans: dict[str, Any], services: Services) -> bool:
+    """Whether every managed document version ``ans`` links is still readable now (chatbot.content_gate): the
+    last check before an answer leaves, so none leaves linking a version withdrawn before this read."""
+    content = (ans.get("trace") or {}).get("content")
+    return (
+        not content
+        or "versions" not in content
+        or links_still_live(content["versions"], services, content["generation"])
+    )
 
 
 def _answer(

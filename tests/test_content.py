@@ -3,7 +3,6 @@ answers and approved answers following at once."""
 
 from __future__ import annotations
 
-import threading
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -240,34 +239,6 @@ def test_expired_content_is_excluded_or_flagged_by_setting(env, policy):
         assert content_list.suspended_approvals(store) == []
     with store.session() as s:
         assert s.query(AuditLog).filter(AuditLog.action == "content_expire").one().username == "system"
-
-
-def test_a_withdrawal_committed_during_an_answer_never_reaches_its_links(env, monkeypatch):
-    settings, services, store, clinician, editor, tmp = env
-    content.import_files(store, [write(tmp / "page.html", page(V1))], editor)
-    content.certify(services, store, clinician, "page")
-    import chatbot.stages.compose as compose_module
-
-    composing, withdrawn = threading.Event(), threading.Event()
-    original = compose_module.compose_reply
-
-    def slow_compose(*args, **kwargs):
-        if not composing.is_set():
-            composing.set()
-            assert withdrawn.wait(10)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(compose_module, "compose_reply", slow_compose)
-    result = {}
-    worker = threading.Thread(target=lambda: result.update(services_answer(services)))
-    worker.start()
-    assert composing.wait(10)  # retrieval done, the asthma page among the top hits
-    content.withdraw(services, store, clinician, "page", "Recalled")
-    withdrawn.set()
-    worker.join(10)
-
-    assert result["status"] in ("answered", "no_certified_info")
-    assert asthma_links(result) == []
 
 
 def test_folder_import_reports_skips_and_an_unchanged_reimport_writes_and_embeds_nothing(env, fake_embedder):
