@@ -151,6 +151,19 @@ def withdraw(services: Any, store: Store, who: Principal, doc_id: str, reason: s
     return result
 
 
+def recertify(
+    services: Any, store: Store, who: Principal, doc_id: str, review_due: date | None = None, comment: str = ""
+) -> dict[str, Any]:
+    """A clinician puts a withdrawn document back: its withdrawn text becomes a new version (the withdrawn one
+    stays on record) and is certified like any other (audited as ``content_recertify``, then certify)."""
+    if not who.can(*repo.CERTIFIERS):
+        raise repo.ContentError(f"{who.username} ({who.role}) cannot re-certify: only a clinician certifies content")
+    if review_due is not None and review_due <= date.today():
+        raise repo.ContentError(f"the review date {review_due.isoformat()} must be in the future")
+    copy = repo.copy_withdrawn(store, doc_id, who, comment)
+    return {**certify(services, store, who, doc_id, copy["version"], review_due), "from_version": copy["from_version"]}
+
+
 def reindex(services: Any, store: Store) -> dict[str, int]:
     """Put the current version of every managed document back into the index (after `chatbot ingest
     --rebuild` dropped the collection, or a change of embedding model); segments already there stay."""

@@ -1,5 +1,6 @@
-"""``chatbot content list|import|certify|withdraw|show|preview|diff|reindex|reinstate``: the content lifecycle on the
-command line. Every action is audited under the user named by ``--as`` (certify: a clinician)."""
+"""``chatbot content list|import|certify|withdraw|recertify|show|preview|diff|reindex|reinstate|coverage``: the
+content lifecycle on the command line. Every action is audited under the user named by ``--as`` (certify and
+recertify: a clinician)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def add_cli(sub: Any) -> None:
     c.add_argument("--as", dest="user", required=True)
     c.add_argument("--reason", required=True)
     c.set_defaults(func=_cmd_withdraw)
+    c = csub.add_parser("recertify", help="a clinician certifies a withdrawn document's text again (a new version)")
+    c.add_argument("document")
+    c.add_argument("--as", dest="user", required=True, help="the certifying clinician's username")
+    c.add_argument("--review-due", type=date.fromisoformat, help="YYYY-MM-DD (default: corpus.review_months)")
+    c.add_argument("--comment", default="", help="why it is back (kept in the audit log)")
+    c.set_defaults(func=_cmd_recertify)
     c = csub.add_parser("show", help="a document's versions and the approved answers suspended because of it")
     c.add_argument("document")
     c.set_defaults(func=_cmd_show)
@@ -148,6 +155,18 @@ def _cmd_withdraw(args: argparse.Namespace) -> int:
     _, store, services = _context(with_services=True)
     try:
         result = withdraw(services, store, _who(store, args.user), args.document, args.reason)
+    except (LookupError, ValueError) as exc:
+        return _fail(exc)
+    _print(result)
+    return 0
+
+
+def _cmd_recertify(args: argparse.Namespace) -> int:
+    from chatbot.content import recertify
+
+    _, store, services = _context(with_services=True)
+    try:
+        result = recertify(services, store, _who(store, args.user), args.document, args.review_due, args.comment)
     except (LookupError, ValueError) as exc:
         return _fail(exc)
     _print(result)

@@ -205,6 +205,39 @@ def test_withdrawal_suspends_approved_answers_citing_the_document(env):
     assert content_list.show_document(store, "page")["suspended_approvals"][0]["id"] == approval_id
 
 
+def test_a_withdrawn_document_is_recertified_as_a_new_version_by_a_clinician_only(env):
+    settings, services, store, clinician, editor, tmp = env
+    content.import_files(store, [write(tmp / "page.html", page(V1))], editor)
+    content.certify(services, store, clinician, "page")
+    content.withdraw(services, store, editor, "page", "Checking a dose")
+    assert asthma_links(services_answer(services)) == []
+    with pytest.raises(store_content.ContentError, match="version 1 of 'page' is withdrawn; re-certify the document"):
+        content.certify(services, store, clinician, "page")
+    with pytest.raises(store_content.ContentError, match=r"eddie \(editor\) cannot re-certify"):
+        content.recertify(services, store, editor, "page")
+    with pytest.raises(store_content.ContentError, match="must be in the future"):
+        content.recertify(services, store, clinician, "page", review_due=date.today())
+    assert [v["version"] for v in content_list.show_document(store, "page")["versions"]] == [1]  # nothing written
+
+    out = content.recertify(services, store, clinician, "page", date.today() + timedelta(days=90), "dose is right")
+
+    assert (out["version"], out["from_version"], out["replaced"], out["segments"]) == (2, 1, None, 2)
+    assert asthma_links(services_answer(services))[0].endswith("@v2")
+    shown = content_list.show_document(store, "page")
+    assert [(v["version"], v["status"], v["withdraw_reason"]) for v in shown["versions"]] == [
+        (2, "certified", None), (1, "withdrawn", "Checking a dose")]  # fmt: skip
+    assert shown["versions"][0]["sha256"] == shown["versions"][1]["sha256"]
+    assert audit_actions(store) == ["content_import", "content_certify", "content_withdraw", "content_recertify",
+                                    "content_certify"]  # fmt: skip
+    with store.session() as s:
+        detail = s.query(AuditLog).filter(AuditLog.action == "content_recertify").one().detail
+    assert detail == {"document": "page", "version": 2, "from_version": 1, "comment": "dose is right"}
+    with pytest.raises(store_content.ContentError, match="'page' is not withdrawn: nothing to re-certify"):
+        content.recertify(services, store, clinician, "page")
+    # an unchanged re-import of the file is still unchanged (v2 has its content)
+    assert content.import_files(store, [tmp / "page.html"], editor)["unchanged"][0]["version"] == 2
+
+
 @pytest.mark.parametrize("policy", ["exclude", "warn"])
 def test_expired_content_is_excluded_or_flagged_by_setting(env, policy):
     settings, services, store, clinician, editor, tmp = env

@@ -77,9 +77,18 @@ def test_content_commands_import_certify_show_withdraw_with_audit(data, capsys):
         "clara",
     )
     assert run(capsys, "show", "nope")[0] == 2
+    code, _, err = run(capsys, "recertify", "fever", "--as", "eddie")
+    assert code == 2 and "error: eddie (editor) cannot re-certify" in err
+    code, out, err = run(capsys, "recertify", "fever", "--as", "clara", "--review-due", "2099-02-28", "--comment", "ok")
+    assert code == 0, err
+    assert (json.loads(out)["version"], json.loads(out)["from_version"], json.loads(out)["review_due"]) == (
+        2, 1, "2099-02-28")  # fmt: skip
+    code, _, err = run(capsys, "recertify", "fever", "--as", "clara")
+    assert code == 2 and "error: 'fever' is not withdrawn: nothing to re-certify" in err
     with store.session() as s:
         actions = [(a.action, a.username) for a in s.query(AuditLog).order_by(AuditLog.id) if "content" in a.action]
-    assert actions == [("content_import", "eddie"), ("content_certify", "clara"), ("content_withdraw", "clara")]
+    assert actions == [("content_import", "eddie"), ("content_certify", "clara"), ("content_withdraw", "clara"),
+                       ("content_recertify", "clara"), ("content_certify", "clara")]  # fmt: skip
 
 
 def test_a_100_document_folder_import_shows_progress_reports_skips_and_reimports_nothing(data, capsys):

@@ -1,7 +1,8 @@
 """Content page (/content): list and filter managed documents, upload files as drafts, preview the segments
 a version produces, diff two versions, certify (the signed-in clinician, with a confirmation), withdraw (a
-reason required), and the approved answers suspended for re-review. Editors, clinicians and admins; every
-action is audited (chatbot/store/content.py)."""
+reason required), re-certify a withdrawn document, the approved answers suspended for re-review, and the
+coverage (documents per language, topics patients asked about that got no certified information). Editors,
+clinicians and admins; every action is audited (chatbot/store/content.py)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,26 @@ def build_content_app(state: Any):
             message += f"; it replaces v{out['replaced']}"
         return message, table, docs, gr.update(value=False)
 
+    def recertify(doc_id, review_due, confirmed, status, language, due_before, request: gr.Request):
+        who = require(state, request, *ROLES)
+        if not who.can("clinician"):
+            raise gr.Error("Only a clinician certifies content.")
+        if not doc_id:
+            raise gr.Error("Pick a document.")
+        if not confirmed:
+            raise gr.Error("Confirm that you have read this version and certify it.")
+        try:
+            due = date.fromisoformat(review_due.strip()) if (review_due or "").strip() else None
+            out = content.recertify(services, store, who, doc_id, due)
+        except (ValueError, LookupError) as exc:
+            raise gr.Error(str(exc)) from exc
+        table, docs = listing(status, language, due_before)
+        message = (
+            f"✅ {doc_id} is back: v{out['version']} (the text of withdrawn v{out['from_version']}) certified by "
+            f"{who.username}, review due {out['review_due']}"
+        )
+        return message, table, docs, gr.update(value=False)
+
     def withdraw(doc_id, reason, status, language, due_before, request: gr.Request):
         who = require(state, request, *ROLES)
         if not doc_id:
@@ -177,6 +198,7 @@ def build_content_app(state: Any):
             review_due = gr.Textbox(label="Review due (YYYY-MM-DD; default in a year)", elem_id="review-due")
             confirm = gr.Checkbox(label="I have read this version and certify it", elem_id="confirm")
             certify_btn = gr.Button("Certify", variant="primary", elem_id="certify")
+            recertify_btn = gr.Button("Re-certify withdrawn", elem_id="recertify")
         with gr.Row():
             reason = gr.Textbox(label="Reason for withdrawal", elem_id="reason")
             withdraw_btn = gr.Button("Withdraw", variant="stop", elem_id="withdraw")
@@ -200,6 +222,9 @@ def build_content_app(state: Any):
         diff_btn.click(version_diff, [doc, old, new], [diff_out], **hidden)
         certify_btn.click(
             certify, [doc, version, review_due, confirm, *filters], [action_message, table, doc, confirm], **hidden
+        )
+        recertify_btn.click(
+            recertify, [doc, review_due, confirm, *filters], [action_message, table, doc, confirm], **hidden
         )
         doc.change(lambda: False, None, confirm, queue=False, **hidden)  # a confirmation is for one document
         withdraw_btn.click(withdraw, [doc, reason, *filters], [action_message, table, doc, suspended, reason], **hidden)

@@ -164,7 +164,8 @@ def certify_switch(store: Store, version_id: int, who: Principal, review_due: da
             raise LookupError(f"no content version {version_id}")
         if version.status in ("withdrawn", "superseded"):
             raise ContentError(
-                f"version {version.number} of {version.document_id!r} is {version.status}; import it again"
+                f"version {version.number} of {version.document_id!r} is {version.status}; "
+                + ("re-certify the document" if version.status == "withdrawn" else "import it again")
             )
         document = s.get(ContentDocument, version.document_id, with_for_update=True)
         previous = s.get(ContentVersion, document.current_version_id) if document.current_version_id else None
@@ -260,6 +261,29 @@ def expire_due(store: Store, today: date, policy: str) -> list[dict[str, Any]]:
         if out:
             _bump(s)
     return out
+
+
+def copy_withdrawn(store: Store, doc_id: str, who: Principal, comment: str) -> dict[str, Any]:
+    """A new draft version of ``doc_id`` holding its latest withdrawn version's text (that one stays withdrawn,
+    on record), for a clinician to certify again; the document must have no current version. Audited."""
+    if not who.can(*CERTIFIERS):
+        raise ContentError(f"{who.username} ({who.role}) cannot re-certify: only a clinician certifies content")
+    with store.session() as s:
+        document = s.get(ContentDocument, doc_id, with_for_update=True)
+        if document is None:
+            raise LookupError(f"no document {doc_id!r}")
+        withdrawn = [v for v in document.versions if v.status == "withdrawn"]
+        if document.current_version_id is not None or not withdrawn:
+            raise ContentError(f"{doc_id!r} is not withdrawn: nothing to re-certify")
+        old, number = withdrawn[-1], document.versions[-1].number + 1
+        fields = ("content_hash", "format", "source_name", "title", "source_url", "language", "publisher", "text")
+        version = ContentVersion(document_id=doc_id, number=number, status="draft", imported_by=who.username,
+                                 **{f: getattr(old, f) for f in fields})  # fmt: skip
+        s.add(version)
+        s.flush()
+        detail = {"document": doc_id, "version": number, "from_version": old.number, "comment": comment}
+        audit(s, who, "content_recertify", "content_version", version.id, detail)
+        return {**detail, "version_id": version.id}
 
 
 def reinstate_approval(store: Store, who: Principal, approval_id: int, comment: str) -> None:
