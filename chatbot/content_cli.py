@@ -62,6 +62,11 @@ def add_cli(sub: Any) -> None:
     c.set_defaults(func=_cmd_diff)
     c = csub.add_parser("reindex", help="put every certified version back in the index (after ingest --rebuild)")
     c.set_defaults(func=_cmd_reindex)
+    c = csub.add_parser("coverage", help="documents per language, topics of unanswered questions (what to write)")
+    c.add_argument("--days", type=int, default=30, help="questions of the last N days (default 30)")
+    c.add_argument("--questions", action="store_true", help="show up to 3 question texts per group")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_cmd_coverage)
     c = csub.add_parser("reinstate", help="a clinician keeps a suspended approved answer after re-review")
     c.add_argument("approval", type=int)
     c.add_argument("--as", dest="user", required=True)
@@ -223,4 +228,18 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
 
     _, store, services = _context(with_services=True)
     _print(reindex(services, store))
+    return 0
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from chatbot.content_coverage import coverage, coverage_lines
+
+    if args.days < 0:
+        return _fail(ValueError("--days must be 0 or more"))
+    _, store, _ = _context()
+    data = coverage(store, args.days, args.questions)
+    if args.json:
+        _print(data)
+    else:
+        print("\n".join(coverage_lines(data)))
     return 0

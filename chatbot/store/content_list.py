@@ -109,3 +109,17 @@ def current_versions(store: Store) -> list[ContentVersion]:
                 .order_by(ContentVersion.document_id)
             )
         )
+
+
+def refused_questions(store: Store, since: datetime) -> list[dict[str, Any]]:
+    """Recorded questions answered "no certified information" since ``since`` (oldest first): turn id, date,
+    language and the question as the store keeps it (conversations past store.retention_days are gone)."""
+    from chatbot.store.models import Turn
+
+    with store.session() as s:
+        rows = s.execute(
+            select(Turn.id, Turn.created_at, Turn.language, Turn.question)
+            .where(Turn.status == "no_certified_info", Turn.created_at >= since)
+            .order_by(Turn.created_at, Turn.id)
+        ).all()
+    return [{"turn_id": i, "at": at, "language": lang or "", "question": q} for i, at, lang, q in rows]
