@@ -91,6 +91,8 @@ def group_questions(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         words = [w for w in content_words(q["question"]) if w not in GENERIC]
         stems = {_stem(w) for w in words}
         best, best_score = None, (0, 0)
+        if not stems:  # nothing to group by: one group for all of them
+            best = next((g for g in groups if not g["key"]), None)
         for g in groups if stems else []:
             shared = g["key"] & stems
             if shared and len(shared) >= min(2, len(stems), len(g["key"])):
@@ -172,7 +174,7 @@ def coverage_lines(data: dict[str, Any]) -> list[str]:
         langs = ", ".join(f"{lang} {n}" for lang, n in g["languages"].items())
         span = g["first"] if g["first"] == g["last"] else f"{g['first']} to {g['last']}"
         lines.append(f"- {g['questions']} × {', '.join(g['words']) or '(no content words)'} ({langs}; {span})")
-        lines += [f"    “{q}”" for q in g.get("examples", [])]
+        lines += [f"    - “{q}”" for q in g.get("examples", [])]
     if not data["unanswered"]["groups"]:
         lines.append("- none")
     return lines

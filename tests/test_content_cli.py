@@ -20,9 +20,14 @@ doctor at once.</p><h2>At home</h2><p>Give plenty of fluids and keep your baby c
 
 
 @pytest.fixture
-def data(tmp_path, monkeypatch):
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()  # one for every command: it counts what they embed
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch, embedder):
     monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr("chatbot.embedders.load_embedder", lambda kind, threads=2: FakeEmbedder())
+    monkeypatch.setattr("chatbot.embedders.load_embedder", lambda kind, threads=2: embedder)
     store = open_store(Settings(paths={"data_dir": tmp_path / "data"}))
     auth.add_user(store, "clara", "long-password", "clinician")
     auth.add_user(store, "eddie", "long-password", "editor")
@@ -91,7 +96,7 @@ def test_content_commands_import_certify_show_withdraw_with_audit(data, capsys):
                        ("content_recertify", "clara"), ("content_certify", "clara")]  # fmt: skip
 
 
-def test_a_100_document_folder_import_shows_progress_reports_skips_and_reimports_nothing(data, capsys):
+def test_a_100_document_folder_import_shows_progress_reports_skips_and_reimports_nothing(data, capsys, embedder):
     tmp, store = data
     folder = tmp / "incoming"
     folder.mkdir()
@@ -113,8 +118,15 @@ def test_a_100_document_folder_import_shows_progress_reports_skips_and_reimports
     assert "document 'nolink' has no source URL" in skipped[0]
     assert "unreadable PDF" in skipped[1]
 
+    assert embedder.passage_calls == 0  # drafts are not embedded
+    code, out, err = run(capsys, "certify", "leaflet-007", "--as", "clara")
+    assert code == 0 and json.loads(out)["embedded"] == 2
+    embedded = list(embedder.passages)
+
     code, out, err = run(capsys, "import", str(folder), "--as", "eddie", "--quiet")
     assert json.loads(out)["unchanged"] == 100 and json.loads(out)["imported"] == 0
     assert err.count("skipped: ") == 2 and "importing" not in err
+    assert embedder.passages == embedded  # the unchanged re-import, the certified one included, embeds nothing
+    assert len(embedded) == 2
     with store.session() as s:
         assert s.query(AuditLog).filter(AuditLog.action == "content_import").count() == 100

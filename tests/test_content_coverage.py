@@ -85,6 +85,22 @@ def test_question_texts_only_when_allowed_newest_first_and_cut(store, refused):
     assert groups[1]["examples"] == ["Is hair dye safe in pregnancy?", "Can I dye my hair while pregnant?"]
 
 
+def test_questions_without_content_words_make_one_group(store):
+    ids = [turn(store, q, "no_certified_info", "en", 1) for q in ("Is it ok?", "and now?", "Fever and a rash")]
+    ids.append(turn(store, "Why?", "no_certified_info", "it", 0))
+
+    groups = unanswered_topics(store, days=30, now=NOW)
+
+    assert [(g["words"], g["turn_ids"], g["languages"]) for g in groups] == [
+        ([], [ids[0], ids[1], ids[3]], {"en": 2, "it": 1}),
+        (["fever", "rash"], [ids[2]], {"en": 1}),
+    ]
+    data = {"documents": {}, "topics": [], "unanswered": {"days": 30, "groups": groups}}
+    from chatbot.content_coverage import coverage_lines
+
+    assert "- 3 × (no content words) (en 2, it 1; 2026-11-24 to 2026-11-25)" in coverage_lines(data)
+
+
 def test_topic_key_drops_language_parts_of_the_link():
     assert topic_key("https://www.Hospital.example.org/en/leaflets/fever/") == "hospital.example.org/leaflets/fever"
     assert topic_key("https://hospital.example.org/it/leaflets/fever") == "hospital.example.org/leaflets/fever"
@@ -140,6 +156,6 @@ def test_chatbot_content_coverage_json_and_text(store, documents, refused, capsy
     assert "Documents: en 2 certified, 1 withdrawn; it 2 certified, 1 draft" in text
     assert "- hospital.example.org/fever (Fever-En): live in en; missing in it (febbre it draft)" in text
     assert "- 4 × baby, rash (en 4; 2026-10-16 to 2026-11-23)" in text
-    assert "    “Rashes on babies in summer”" in text
+    assert "    - “Rashes on babies in summer”" in text
     assert cli.main(["content", "coverage", "--days", "-1"]) == 2
     assert "--days must be 0 or more" in capsys.readouterr().err

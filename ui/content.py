@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot import content
+from chatbot.content_coverage import coverage, coverage_lines
 from chatbot.store import content as store_content
 from chatbot.store import content_list
 from ui.security import require
@@ -58,13 +59,27 @@ def build_content_app(state: Any):
         )
         return document_rows(rows), gr.update(choices=[r["document"] for r in rows])
 
-    def on_load(status, language, due_before, request: gr.Request):
+    def coverage_markdown(who, days: str) -> str:
+        try:
+            n = int((days or "30").strip())
+        except ValueError as exc:
+            raise gr.Error("Days: a whole number.") from exc
+        if n < 0:
+            raise gr.Error("Days: 0 or more.")
+        # question texts to those who read them on /review/ anyway; editors see the shared words and counts
+        return "\n".join(coverage_lines(coverage(store, n, with_questions=who.can("clinician", "admin"))))
+
+    def on_load(status, language, due_before, days, request: gr.Request):
         who = require(state, request, *ROLES)
         header = f"Signed in as **{who.username}** ({who.role}) · [Log out](/logout)"
         if who.can("clinician", "admin"):
             header += " · [Review](/review/)"
         table, docs = listing(status, language, due_before)
-        return header, table, docs, suspended_markdown(content_list.suspended_approvals(store))
+        suspended_md = suspended_markdown(content_list.suspended_approvals(store))
+        return header, table, docs, suspended_md, coverage_markdown(who, days)
+
+    def show_coverage(days, request: gr.Request):
+        return coverage_markdown(require(state, request, *ROLES), days)
 
     def refresh(status, language, due_before, request: gr.Request):
         require(state, request, *ROLES)
@@ -205,27 +220,35 @@ def build_content_app(state: Any):
         action_message = gr.Markdown("", elem_id="action-message")
         gr.Markdown("#### Approved answers suspended for re-review")
         suspended = gr.Markdown("", elem_id="suspended")
+        with gr.Accordion("Coverage: what to write next", open=True):
+            with gr.Row():
+                days = gr.Textbox("30", label="Questions of the last N days", elem_id="coverage-days")
+                coverage_btn = gr.Button("Show coverage", elem_id="coverage-refresh", scale=0)
+            coverage_out = gr.Markdown("", elem_id="coverage")
 
         filters = [status, language, due_before]
         # staff events: not on the API page, not for Gradio clients; a small progress timer that never covers
         # (and blocks) the fields after a refused action
         hidden = dict(api_visibility="private", show_progress="minimal")
-        demo.load(on_load, filters, [header, table, doc, suspended], queue=False, **hidden)
+        demo.load(on_load, [*filters, days], [header, table, doc, suspended, coverage_out], queue=False, **hidden)
+        coverage_btn.click(show_coverage, [days], [coverage_out], **hidden)
         refresh_btn.click(refresh, filters, [table, doc], **hidden)
         import_btn.click(
             upload,
             [files, url, doc_id, title, lang, publisher, *filters],
             [import_message, table, doc, files, url],
             **hidden,
-        )
+        ).success(show_coverage, [days], [coverage_out], **hidden)
         preview_btn.click(show, [doc, version], [preview, versions], **hidden)
         diff_btn.click(version_diff, [doc, old, new], [diff_out], **hidden)
         certify_btn.click(
             certify, [doc, version, review_due, confirm, *filters], [action_message, table, doc, confirm], **hidden
-        )
+        ).success(show_coverage, [days], [coverage_out], **hidden)
         recertify_btn.click(
             recertify, [doc, review_due, confirm, *filters], [action_message, table, doc, confirm], **hidden
-        )
+        ).success(show_coverage, [days], [coverage_out], **hidden)
         doc.change(lambda: False, None, confirm, queue=False, **hidden)  # a confirmation is for one document
-        withdraw_btn.click(withdraw, [doc, reason, *filters], [action_message, table, doc, suspended, reason], **hidden)
+        withdraw_btn.click(
+            withdraw, [doc, reason, *filters], [action_message, table, doc, suspended, reason], **hidden
+        ).success(show_coverage, [days], [coverage_out], **hidden)  # the coverage follows every change
     return demo

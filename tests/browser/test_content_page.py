@@ -1,6 +1,8 @@
 """The content lifecycle in headless Chromium: an editor uploads an HTML page and a PDF made in the test and
 previews the segments, a clinician certifies, a patient's answer links the page; the clinician withdraws it,
-the same question no longer links it, and the approved answer citing it is suspended."""
+the same question no longer links it, and the approved answer citing it is suspended; the clinician
+re-certifies it and the answer links it again. The coverage view groups the questions that got no certified
+information (their texts shown to the clinician, not to the editor)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ pytestmark = [
 URL = "https://hospital.example.org/whooping-cough-vaccine"
 PDF_URL = "https://hospital.example.org/leaflets/caffeine.pdf"
 QUESTION = "When should I get the whooping cough vaccine in pregnancy?"
+REFUSED = ["Can I dye my hair while pregnant?", "Is hair dye safe in pregnancy?"]
 PAGE = f"""<!doctype html><html lang="en"><head><title>Whooping cough vaccine in pregnancy</title>
 <link rel="canonical" href="{URL}"><meta property="og:site_name" content="Example Hospital"></head><body>
 <nav><a href="/">Home</a> <a href="/visit">Visiting times and parking at the hospital</a></nav>
@@ -84,7 +87,7 @@ def patient_asks(browser, base: str, question: str) -> tuple[list[str], str]:
 
 
 def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(browser, live, tmp_path):
-    from chatbot.store import auth, content_list, reviews
+    from chatbot.store import auth, content_list, conversations, reviews
     from chatbot.store import content as store_content
 
     store = live.state.store
@@ -92,8 +95,14 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     html.write_text(PAGE, encoding="utf-8")
     pdf = make_pdf(tmp_path / "caffeine-leaflet.pdf")
 
+    for question in REFUSED:  # recorded patient questions that got "no certified information"
+        ans = {"question": question, "reply": "R.", "status": "no_certified_info", "language": "en", "trace": {}}
+        conversations.record_turn(store, conversations.new_conversation_id(), ans)
+
     editor = new_page(browser)
     login(editor, live.url, "eddie", "/content")
+    editor.wait_for_selector("#coverage :text('2 × hair')")
+    assert REFUSED[0] not in editor.locator("#coverage").inner_text()  # an editor sees words and counts only
     upload(editor, html)
     upload(editor, pdf, PDF_URL)
     pick(editor, "whooping-cough")
@@ -120,6 +129,8 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     clinician.locator("#preview").click()
     clinician.wait_for_selector("#preview-segments :text('caffeine-leaflet v1: 2 segment(s)')")
     clinician.wait_for_function("!document.body.innerText.includes('Confirm that you have read')", timeout=30_000)
+    clinician.wait_for_selector("#coverage :text('Documents: en 2 certified; it none')")  # follows certification
+    assert f"“{REFUSED[1]}”" in clinician.locator("#coverage").inner_text()  # newest first, to a clinician
     shot(clinician, "content-page")
     rows = content_list.list_documents(store)
     assert [(r["document"], r["status"], r["certified_by"], r["imported_by"]) for r in rows] == [
@@ -152,11 +163,25 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     clinician.locator("#withdraw").click()
     clinician.wait_for_selector("#action-message :text('withdrawn: patients no longer see it')")
     clinician.wait_for_selector(f"#suspended :text('approval #{approval_id}')")
-    clinician.context.close()
 
     hrefs, text = patient_asks(browser, live.url, QUESTION)
     assert URL not in hrefs
     assert "Answer approved by a clinician." not in text
     assert [a["id"] for a in content_list.suspended_approvals(store)] == [approval_id]
+
+    # back after a check: re-certified from the page (a new version with the withdrawn text)
+    clinician.locator("#recertify").click()  # without the confirmation: refused
+    clinician.wait_for_selector(":text('Confirm that you have read this version and certify it.')")
+    clinician.locator("#confirm input").check()
+    clinician.locator("#recertify").click()
+    clinician.wait_for_selector("#action-message :text('whooping-cough is back: v2 (the text of withdrawn v1)')")
+    clinician.context.close()
+    hrefs, text = patient_asks(browser, live.url, QUESTION)
+    assert hrefs[0] == URL
+    assert "Answer approved by a clinician." not in text  # the approval cites v1: it stays suspended
+    shown = content_list.show_document(store, "whooping-cough")["versions"]
+    assert [(v["version"], v["status"]) for v in shown] == [(2, "certified"), (1, "withdrawn")]
     actions = [e["action"] for e in auth.audit_entries(store) if e["action"].startswith("content_")]
-    assert sorted(actions) == sorted(["content_import"] * 2 + ["content_certify"] * 2 + ["content_withdraw"])
+    assert sorted(actions) == sorted(
+        ["content_import"] * 2 + ["content_certify"] * 3 + ["content_withdraw", "content_recertify"]
+    )
