@@ -29,7 +29,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     try:
         ans = _answer(question, services, pipeline, screen, urgent)
         attempts = 1
-        while not _links_live(ans, services):  # a linked document was withdrawn while answering: answer again
+        while not links_live(ans, services):  # a linked document was withdrawn while answering: answer again
             if attempts == MAX_ANSWERS:  # withdrawn again each time: link nothing rather than a withdrawn text
                 trace = {"content": {"withdrawn_while_answering": attempts}}
                 reply = safety.NO_CERTIFIED_INFO[language]
@@ -47,7 +47,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     return ans
 
 
-def _links_live(ans: dict[str, Any], services: Services) -> bool:
+def links_live(ans: dict[str, Any], services: Services) -> bool:
     """Whether every managed document version ``ans`` links is still readable now (chatbot.content_gate): the
     last check before an answer leaves, so none leaves linking a version withdrawn before this read."""
     content = (ans.get("trace") or {}).get("content")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, select
 
-from chatbot.answer import answer
+from chatbot.answer import answer, links_live
 from chatbot.content_gate import approved_links_content, with_warning
 from chatbot.store.db import Store
 from chatbot.store.models import Approval
@@ -185,8 +185,8 @@ def answer_with_memory(
     # checked last: a document the approval cites, withdrawn, replaced or expired meanwhile, sends the pipeline's
     # answer instead (the suspension takes the approval out of memory for the next question)
     content = approved_links_content(hit["links"], services)
-    if content is None:
-        ans = base or answer(question, services, pipeline)
+    if content is None:  # the pipeline's answer, unless a document it links went meanwhile too
+        ans = base if base and links_live(base, services) else answer(question, services, pipeline)
         ans.setdefault("trace", {})["memory"] = {**info, "hit": False, "skipped": "content withdrawn"}
         return ans
     pipeline_trace = base.get("trace", {})

@@ -158,7 +158,7 @@ def test_a_withdrawal_committed_after_the_last_check_leaves_the_answer_as_compos
     settings, services, store, clinician = env
     calls = count_answers(monkeypatch)
     checked = threading.Event()
-    original = answer_module._links_live
+    original = answer_module.links_live
 
     def check_then_withdraw(ans, services_):
         live = original(ans, services_)
@@ -167,7 +167,7 @@ def test_a_withdrawal_committed_after_the_last_check_leaves_the_answer_as_compos
             content.withdraw(services, store, clinician, "page", "Recalled")  # committed just after the check
         return live
 
-    monkeypatch.setattr(answer_module, "_links_live", check_then_withdraw)
+    monkeypatch.setattr(answer_module, "links_live", check_then_withdraw)
     result = answer_module.answer(QUESTION, services)
 
     assert len(calls) == 1 and checked.is_set()
@@ -191,13 +191,13 @@ def run_free(services, store, clinician, monkeypatch, workers: int = 3) -> tuple
     """``workers`` threads ask the question over and over while the main thread withdraws the page once; every
     answer is recorded with the time its last check began. Returns (answers, commit start, commit end)."""
     starts = threading.local()
-    original = answer_module._links_live
+    original = answer_module.links_live
 
     def timed(ans, services_):
         starts.value = time.monotonic()
         return original(ans, services_)
 
-    monkeypatch.setattr(answer_module, "_links_live", timed)
+    monkeypatch.setattr(answer_module, "links_live", timed)
     done: list[tuple[float, dict]] = []
     lock, stop = threading.Lock(), threading.Event()
     errors: list[BaseException] = []
@@ -252,3 +252,35 @@ def test_answers_and_withdrawals_at_once_on_postgresql(postgres_url, tmp_path, f
     finally:
         downgrade(store.engine, "base")  # the module's PostgreSQL server is shared: leave it empty
         store.dispose()
+
+
+def test_a_withdrawal_between_the_pipeline_answer_and_the_memory_check_is_not_linked(env, monkeypatch):
+    """Memory hit, pipeline answer (linking the page) composed and checked, then the withdrawal commits, then
+    memory checks the approval's documents: neither the approval nor the pipeline answer may leave."""
+    import chatbot.memory as memory_module
+    from chatbot.memory import CertifiedMemory, answer_with_memory
+    from chatbot.store import conversations, reviews
+
+    settings, services, store, clinician = env
+    memory = CertifiedMemory(store, services, services.embedder)
+    first = answer_with_memory(QUESTION, services, memory)
+    links = first["links"]
+    reviews.record_review(
+        store, clinician, conversations.record_turn(store, "conv", first), "approved", "ok",
+        approval={"reply": "Approved asthma reply.", "links": links, "segment_ids": [x["segment_id"] for x in links],
+                  "language": "en", **memory.approval_fields(QUESTION)},
+    )  # fmt: skip
+    assert settings.store.memory_checks_urgency  # the pipeline answers first, memory checks last
+    original = memory_module.approved_links_content
+
+    def withdraw_then_check(*args, **kwargs):
+        content.withdraw(services, store, clinician, "page", "Recalled")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(memory_module, "approved_links_content", withdraw_then_check)
+    result = answer_with_memory(QUESTION, services, memory)
+
+    assert result["trace"]["memory"]["skipped"] == "content withdrawn"
+    assert result["reply"] != "Approved asthma reply."
+    assert asthma_links(result) == []
+    assert [link["segment_id"].split("#")[0] for link in result["links"]] == ["asthma-card", "sleep-card"]
