@@ -96,7 +96,9 @@ def build_content_app(state: Any):
             raise gr.Error("The link and the id name one file: import files one at a time, or leave them empty.")
         report = content.import_files(store, paths, who, meta)
         lines = [f"✅ {r['document']} v{r['version']} imported as a draft" for r in report["imported"]]
-        lines += [f"= {r['document']} unchanged (v{r['version']})" for r in report["unchanged"]]
+        lines += [f"= {r['document']} unchanged (v{r['version']}, {r['version_status']})" for r in report["unchanged"]]
+        if any(r["version_status"] == "withdrawn" for r in report["unchanged"]):
+            lines.append("A withdrawn text comes back when a clinician presses *Re-certify withdrawn*.")
         lines += [f"⚠️ skipped {Path(s['file']).name}: {s['reason'].split(': ', 1)[-1]}" for s in report["skipped"]]
         table, docs = listing(status, lang_filter, due_before)
         return "\n\n".join(lines), table, docs, None, ""  # the files and the link cleared for the next import

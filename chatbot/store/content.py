@@ -110,7 +110,8 @@ def record_version(store: Store, doc: Any, fmt: str, source_name: str, by: str, 
                 .order_by(ContentVersion.number.desc())
             ).first()
         if latest is not None and latest.content_hash == digest:
-            return {"document": doc.id, "version": latest.number, "version_id": latest.id, "status": "unchanged"}
+            return {"document": doc.id, "version": latest.number, "version_id": latest.id, "status": "unchanged",
+                    "version_status": latest.status}  # fmt: skip
         number = (latest.number + 1) if latest is not None else 1
         version = ContentVersion(
             document_id=doc.id,
