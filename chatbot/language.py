@@ -1,0 +1,122 @@
+"""The one language detector: which language a patient's question (or a reply) is written in.
+
+Built on lingua (``lingua-language-detector``, offline: its n-gram models ship inside the wheel), restricted
+to the languages that matter here: the two we answer (English, Italian) and the Latin-script languages a
+question in another language is most likely written in (those of the larger communities in Italy and the
+UK), in lingua's high-accuracy mode (its low-accuracy mode, trigrams only, misreads short messages). Text
+mostly in another script (Cyrillic, Greek, Arabic, Chinese, Japanese, Devanagari, ...) is never English or
+Italian: a second, small low-accuracy detector only names its language for the trace.
+
+Short messages carry little evidence ("ok", "grazie", a lone drug name). The rules, biased towards
+answering, since refusing an English or Italian patient is worse than answering "no certified information"
+to a foreign one:
+
+- no letters, or a served language read with low confidence in one or two words ("hello", "swollen feet"):
+  ``unknown``, answered in the fallback language (the caller's: the page's language or the previous turn's;
+  English by default);
+- another language refuses only with at least ``MIN_WORDS_TO_REFUSE`` words, at least ``min_confidence``
+  and twice the confidence of English/Italian; otherwise the text is read as the likelier of English and
+  Italian (a typo'd Italian message that looks Spanish stays Italian), or ``unknown`` when too short.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+SERVED = ("en", "it")
+# Latin-script languages a question may come in besides ours (the detector only chooses among these).
+LATIN_OTHERS = ("es", "fr", "de", "pt", "nl", "pl", "ro", "sq", "tr")
+# Other scripts: never served; named in the trace (one low-accuracy detector, a few MB).
+OTHER_SCRIPTS = ("ru", "uk", "el", "ar", "fa", "zh", "ja", "ko", "hi", "bn", "pa", "he")
+MIN_WORDS_TO_REFUSE = 3
+SHORT_WORDS = 2  # up to this many words, a served language needs SHORT_MIN_CONFIDENCE
+SHORT_MIN_CONFIDENCE = 0.6
+
+_WORD = re.compile(r"[^\W\d_]+")
+_LATIN = re.compile(r"[A-Za-zÀ-ɏ]")
+_lock = threading.Lock()
+_detectors: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    """What the detector read: ``language`` is en, it, another ISO 639-1 code, or ``unknown`` (too little
+    evidence: answered, in ``fallback``)."""
+
+    language: str
+    confidence: float = 0.0
+    fallback: str = "en"
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def supported(self) -> bool:
+        """True when we answer it: English, Italian, or too little evidence to refuse."""
+        return self.language in SERVED or self.language == "unknown"
+
+    @property
+    def reply_language(self) -> str:
+        """The language of our own messages: the detected one when served, else the fallback."""
+        return self.language if self.language in SERVED else self.fallback
+
+
+def _detector(kind: str) -> Any:
+    """The lingua detector for ``kind`` ("latin": high accuracy; "scripts": low accuracy), built once."""
+    with _lock:
+        if kind not in _detectors:
+            from lingua import IsoCode639_1, LanguageDetectorBuilder
+
+            codes = SERVED + LATIN_OTHERS if kind == "latin" else OTHER_SCRIPTS
+            builder = LanguageDetectorBuilder.from_iso_codes_639_1(*(getattr(IsoCode639_1, c.upper()) for c in codes))
+            builder = builder.with_preloaded_language_models()
+            if kind == "scripts":
+                builder = builder.with_low_accuracy_mode()
+            _detectors[kind] = builder.build()
+        return _detectors[kind]
+
+
+def warm_up() -> None:
+    """Load the language models now (a few seconds, ~330 MB) rather than on the first question."""
+    _detector("latin")
+    _detector("scripts")
+
+
+def _confidences(kind: str, text: str) -> dict[str, float]:
+    values = _detector(kind).compute_language_confidence_values(text)
+    return {v.language.iso_code_639_1.name.lower(): float(v.value) for v in values if v.value > 0}
+
+
+def detect_language(text: str, fallback: str | None = "en", min_confidence: float = 0.5) -> LanguageGuess:
+    """The language of ``text`` (rules in the module docstring); ``fallback`` ("en" or "it") is the reply
+    language when the text is too short or ambiguous to tell."""
+    fallback = fallback if fallback in SERVED else "en"
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return LanguageGuess("unknown", 0.0, fallback)
+    if sum(1 for ch in letters if _LATIN.match(ch)) / len(letters) < 0.5:
+        scores = _confidences("scripts", text)
+        best = max(scores, key=scores.__getitem__, default="unknown-script")
+        return LanguageGuess(best, scores.get(best, 0.0), fallback, _rounded(scores))
+    scores = _confidences("latin", text)
+    words = len(_WORD.findall(text))
+    served = max(SERVED, key=lambda c: scores.get(c, 0.0))
+    served_conf = scores.get(served, 0.0)
+    other = max(LATIN_OTHERS, key=lambda c: scores.get(c, 0.0))
+    other_conf = scores.get(other, 0.0)
+    if other_conf > served_conf:
+        if words >= MIN_WORDS_TO_REFUSE and other_conf >= min_confidence and other_conf >= 2 * served_conf:
+            return LanguageGuess(other, other_conf, fallback, _rounded(scores))
+        if words <= SHORT_WORDS:
+            return LanguageGuess("unknown", served_conf, fallback, _rounded(scores))
+        return LanguageGuess(served, served_conf, fallback, _rounded(scores))
+    if words <= SHORT_WORDS and served_conf < SHORT_MIN_CONFIDENCE:
+        return LanguageGuess("unknown", served_conf, fallback, _rounded(scores))
+    return LanguageGuess(served, served_conf, fallback, _rounded(scores))
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    """The three highest confidences, rounded (for the answer trace)."""
+    top = sorted(scores.items(), key=lambda kv: -kv[1])[:3]
+    return {k: round(v, 3) for k, v in top if round(v, 3) > 0}
