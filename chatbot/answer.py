@@ -20,11 +20,12 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     """The red-flag screen first, on the raw text (chatbot.stages.redflags), then ``_answer``. Whatever the
     outcome (invalid, unsupported language, no certified info, a pipeline or LLM failure), an urgent message
     gets the certified urgent card first: ``urgent``, ``urgent_message``, ``urgent_action``, ``urgent_links``."""
-    from chatbot.stages import redflags, safety
+    from chatbot.language import detect_language
+    from chatbot.stages import redflags
 
     screen = redflags.screen(question, services.redflag_classifier)
     text = redflags.raw_text(question)
-    language = safety.detect_language(text, services.settings.safety.language_min_evidence).reply_language
+    language = detect_language(text, min_confidence=services.settings.safety.language_min_confidence).reply_language
     urgent = redflags.urgent_fields(screen, language, services.settings.safety.urgent_cards)
     try:
         ans = _answer(question, services, pipeline, screen, urgent)
@@ -67,6 +68,7 @@ def _answer(
     links), safe_reply (personal diagnosis/dosage: fixed text + relevant links), invalid_input. ``urgent``
     puts the urgent-care message first whatever else is shown.
     """
+    from chatbot.language import detect_language
     from chatbot.stages import safety as sf
 
     start = time.perf_counter()
@@ -84,14 +86,14 @@ def _answer(
             trace={"error": str(exc), "safety": {"input": "invalid"}},
         )
     t0 = time.perf_counter()
-    lang = sf.detect_language(text, cfg.language_min_evidence)
+    lang = detect_language(text, min_confidence=cfg.language_min_confidence)
     request = sf.detect_personal_request(text)
     signals = sf.injection_signals(text)
     query = sf.retrieval_text(text)
     reply_lang = lang.reply_language
     safety_trace: dict[str, Any] = {
         "language": lang.language,
-        "language_scores": {k: v for k, v in lang.scores.items() if v},
+        "language_scores": lang.scores,
         "red_flags": [{"category": f.category, "evidence": list(f.evidence)} for f in screen.rule_flags],
         "personal_request": request,
         "injection_signals": signals,

@@ -34,7 +34,10 @@ class AnswerRequest(BaseModel):
 
     question: str = Field(max_length=MAX_QUESTION_CHARS, description="the patient's question")
     language: str | None = Field(
-        default=None, max_length=8, description="the caller's language hint (the reply follows the question)"
+        default=None,
+        max_length=8,
+        description="the caller's language (en, it): the reply follows the question, in this language when the "
+        "question is too short to tell (chatbot.language)",
     )
     conversation_id: str | None = Field(
         default=None, max_length=36, description="continue a conversation this token started; none: a new one"
@@ -196,7 +199,9 @@ def build_router() -> APIRouter:
         if not wants_stream:
             try:
                 with request.app.state.slots:
-                    turn = state.chat.answer_turn(body.question, body.conversation_id, route="api")
+                    turn = state.chat.answer_turn(
+                        body.question, body.conversation_id, route="api", fallback_language=body.language
+                    )
             except Exception:
                 log.exception("api answer failed")
                 _finish(request, 500)
@@ -239,7 +244,7 @@ def _stream(state: Any, who: tokens.TokenInfo, body: AnswerRequest, request: Req
     from chatbot.pipeline import stage_listener
 
     try:
-        urgent = state.chat.early_urgent(body.question)
+        urgent = state.chat.early_urgent(body.question, body.language)
     except Exception:  # the answer's own screen still runs
         log.exception("early red-flag screen failed")
         urgent = None
@@ -259,6 +264,7 @@ def _stream(state: Any, who: tokens.TokenInfo, body: AnswerRequest, request: Req
                     body.conversation_id,
                     on_draft=lambda d: events.put(("draft", {"text": d})),
                     route="api-stream",
+                    fallback_language=body.language,
                 )
         except Exception:
             log.exception("api answer failed")

@@ -9,7 +9,7 @@
   scored by a support scorer against a threshold, and every number in it occurs in them (fix: drop the
   unsupported sentences).
 - ``reply-language`` (generative replies): the reply is in the patient's language, by the detector that
-  screens questions (chatbot.stages.safety.detect_language); no fix: on failure the composer falls back to
+  screens questions (chatbot.language.detect_language); no fix: on failure the composer falls back to
   the extractive reply, which picks segments in the patient's language or says they are in another one.
 
 Every validator writes what it found into ``metadata["report"]`` so the answer trace records each outcome.
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.contacts import certified_contacts, contact_key, find_contacts
+from chatbot.language import detect_language
 from chatbot.sentences import split_sentences, truncate_to_sentences
-from chatbot.stages.safety import detect_language
 
 GUARDRAILS_RC = "enable_metrics=false\nuse_remote_inferencing=false\n"
 
@@ -201,18 +201,18 @@ class ReplyLanguage(Validator):
     question-language detector reads it. Too little evidence ("unknown", e.g. an empty or very short reply)
     passes. No fix (NOOP): the composer falls back to the extractive reply when this fails."""
 
-    def __init__(self, min_evidence: float = 2.0, on_fail: Any = OnFailAction.NOOP, **kwargs: Any) -> None:
-        super().__init__(on_fail=on_fail, min_evidence=min_evidence, use_local=True, **kwargs)
-        self.min_evidence = min_evidence
+    def __init__(self, min_confidence: float = 0.5, on_fail: Any = OnFailAction.NOOP, **kwargs: Any) -> None:
+        super().__init__(on_fail=on_fail, min_confidence=min_confidence, use_local=True, **kwargs)
+        self.min_confidence = min_confidence
 
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         expected = metadata.get("language") or "en"
-        guess = detect_language(str(value), self.min_evidence)
+        guess = detect_language(str(value), fallback=expected, min_confidence=self.min_confidence)
         entry = {
             "outcome": "pass" if guess.language in (expected, "unknown") else "fail",
             "expected": expected,
             "detected": guess.language,
-            "scores": {k: v for k, v in guess.scores.items() if v},
+            "scores": guess.scores,
         }
         _report(metadata, "reply-language", entry)
         if entry["outcome"] == "pass":

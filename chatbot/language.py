@@ -12,8 +12,8 @@ answering, since refusing an English or Italian patient is worse than answering 
 to a foreign one:
 
 - no letters, or a served language read with low confidence in one or two words ("hello", "swollen feet"):
-  ``unknown``, answered in the fallback language (the caller's: the page's language or the previous turn's;
-  English by default);
+  ``unknown``, answered in the fallback language (the caller's, ``fallback_language``: on the patient page
+  the previous turn's language, else the browser's; English by default);
 - another language refuses only with at least ``MIN_WORDS_TO_REFUSE`` words, at least ``min_confidence``
   and twice the confidence of English/Italian; otherwise the text is read as the likelier of English and
   Italian (a typo'd Italian message that looks Spanish stays Italian), or ``unknown`` when too short.
@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,19 @@ _WORD = re.compile(r"[^\W\d_]+")
 _LATIN = re.compile(r"[A-Za-zÀ-ɏ]")
 _lock = threading.Lock()
 _detectors: dict[str, Any] = {}
+_FALLBACK: ContextVar[str] = ContextVar("language_fallback", default="en")
+
+
+@contextmanager
+def fallback_language(language: str | None) -> Iterator[None]:
+    """Within the block, text too short to tell is answered in ``language`` (the page's or the previous
+    turn's; None or anything but en/it: English). One patient's question, one decision: the answer, its
+    urgent banner and the page's own words all read this."""
+    token = _FALLBACK.set(language if language in SERVED else "en")
+    try:
+        yield
+    finally:
+        _FALLBACK.reset(token)
 
 
 @dataclass(frozen=True)
@@ -88,10 +104,10 @@ def _confidences(kind: str, text: str) -> dict[str, float]:
     return {v.language.iso_code_639_1.name.lower(): float(v.value) for v in values if v.value > 0}
 
 
-def detect_language(text: str, fallback: str | None = "en", min_confidence: float = 0.5) -> LanguageGuess:
-    """The language of ``text`` (rules in the module docstring); ``fallback`` ("en" or "it") is the reply
-    language when the text is too short or ambiguous to tell."""
-    fallback = fallback if fallback in SERVED else "en"
+def detect_language(text: str, fallback: str | None = None, min_confidence: float = 0.5) -> LanguageGuess:
+    """The language of ``text`` (rules in the module docstring); ``fallback`` ("en" or "it"; default: the
+    one ``fallback_language`` set, else English) is the reply language when the text is too short to tell."""
+    fallback = fallback if fallback in SERVED else _FALLBACK.get()
     letters = [ch for ch in text if ch.isalpha()]
     if not letters:
         return LanguageGuess("unknown", 0.0, fallback)

@@ -122,9 +122,9 @@ class CertifiedMemory:
 def question_language(text: str, services: Any) -> str | None:
     """The language memory files a question under: the reply language of the safety screen's guess ("en"
     or "it", the language an approval records), None for an unsupported language."""
-    from chatbot.stages.safety import detect_language
+    from chatbot.language import detect_language
 
-    guess = detect_language(text, services.settings.safety.language_min_evidence)
+    guess = detect_language(text, min_confidence=services.settings.safety.language_min_confidence)
     return guess.reply_language if guess.supported else None
 
 

@@ -134,10 +134,10 @@ class Services:
         reranker = self.reranker
         if not isinstance(reranker, CrossEncoderReranker):
             return reranker, getattr(reranker, "note", None)
-        from chatbot.stages.safety import detect_language
+        from chatbot.language import detect_language
 
         allowed = self.settings.rerank.cross_encoder_languages
-        language = detect_language(question, self.settings.safety.language_min_evidence).language
+        language = detect_language(question, min_confidence=self.settings.safety.language_min_confidence).language
         language = "en" if language == "unknown" else language  # too few clues: read as English
         if language in allowed:
             return reranker, reranker.note

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatbot import language
 from chatbot import observability as obs
 from chatbot.memory import answer_with_memory
 from chatbot.stages.generative import draft_listener
@@ -39,18 +40,17 @@ class ChatService:
         self.store = store
         self.memory = memory
 
-    def early_urgent(self, message: Any) -> dict[str, Any] | None:
+    def early_urgent(self, message: Any, fallback_language: str | None = None) -> dict[str, Any] | None:
         """The urgent keys (urgent, urgent_message, urgent_links...) of a red-flag message, known in
         milliseconds before the answer; None when the screen finds no red flag."""
         from chatbot.stages import redflags
-        from chatbot.stages import safety as sf
 
         result = redflags.screen(message, self.services.redflag_classifier)
         if not result.urgent:
             return None
         text = redflags.raw_text(message)
-        language = sf.detect_language(text, self.settings.safety.language_min_evidence).reply_language
-        return redflags.urgent_fields(result, language, self.settings.safety.urgent_cards)
+        guess = language.detect_language(text, fallback_language, self.settings.safety.language_min_confidence)
+        return redflags.urgent_fields(result, guess.reply_language, self.settings.safety.urgent_cards)
 
     def answer_turn(
         self,
@@ -58,16 +58,18 @@ class ChatService:
         conversation_id: str | None = None,
         on_draft: Callable[[str], None] | None = None,
         route: str = "page",
+        fallback_language: str | None = None,
     ) -> TurnResult:
         """Answer ``question`` (memory, then the configured pipeline) and record the turn. Raises what the
-        answer raises; a failure to record is logged and gives ``turn_id`` None (the reply still goes out)."""
+        answer raises; a failure to record is logged and gives ``turn_id`` None (the reply still goes out).
+        ``fallback_language``: the reply language of a question too short to tell (chatbot.language)."""
         conversation_id = conversation_id or conversations.new_conversation_id()
         trace_id = str(uuid.uuid4())
         start = time.perf_counter()
         stream = on_draft if self.settings.compose.stream_draft else None
         obs.IN_PROGRESS.inc()
         try:
-            with draft_listener(stream):
+            with draft_listener(stream), language.fallback_language(fallback_language):
                 # no pipeline named: the router sends exclusion questions to the decomposition, the rest to
                 # retrieval.pipeline (chatbot.stages.route)
                 ans = answer_with_memory(question, self.services, self.memory)

@@ -766,12 +766,13 @@ class SafetySettings(_Group):
         description="Folder of the red-flag classifier (config.json + weights.npz, python -m "
         "chatbot.training.redflags); without weights there the screen runs on the rules alone.",
     )
-    language_min_evidence: float = Field(
-        default=2.0,
-        ge=0.5,
-        description="Stopword points another language needs (and 1.5x those of English/Italian) before a "
-        "question is refused as unsupported language. Lower catches short foreign questions, but "
-        "misreads short English/Italian ones more often.",
+    language_min_confidence: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Confidence (chatbot.language, lingua) another language needs, besides 3+ words and twice "
+        "that of English/Italian, before a question is refused as unsupported language. Lower catches short "
+        "foreign questions, but misreads short English/Italian ones more often.",
     )
 
 

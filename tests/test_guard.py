@@ -219,16 +219,18 @@ def test_reply_language_fails_an_english_reply_to_an_italian_question():
 
     assert result.outcome == "fail" and result.error_message == "reply in en, not it"
     assert result.fix_value is None  # no fix: the composer falls back to the extractive reply
-    assert report == {"reply-language": {"outcome": "fail", "expected": "it", "detected": "en", "scores": {"en": 4.0}}}
+    scores = report["reply-language"].pop("scores")
+    assert report == {"reply-language": {"outcome": "fail", "expected": "it", "detected": "en"}}
+    assert max(scores, key=scores.get) == "en" and scores["en"] > 0.9
 
 
 def test_reply_language_passes_an_italian_reply_to_an_italian_question():
     result, report = validate(ReplyLanguage(), ITALIAN_REPLY, language="it")
 
     assert result.outcome == "pass"
-    assert report == {
-        "reply-language": {"outcome": "pass", "expected": "it", "detected": "it", "scores": {"it": 7.0, "fr": 2.0}}
-    }
+    scores = report["reply-language"].pop("scores")
+    assert report == {"reply-language": {"outcome": "pass", "expected": "it", "detected": "it"}}
+    assert max(scores, key=scores.get) == "it" and scores["it"] > 0.9
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ import pytest
 from chatbot.stages.redflag_rules import SELF_HARM_MESSAGE, URGENT_MESSAGE, RedFlag, detect_red_flags, urgent_message
 from chatbot.stages.safety import (
     SAFE_REPLY,
-    detect_language,
     detect_personal_request,
     injection_signals,
     retrieval_text,
@@ -134,35 +133,6 @@ def test_urgent_message_language_and_self_harm_text_first():
     assert urgent_message(bleeding, "it") == URGENT_MESSAGE["it"]
     assert urgent_message(bleeding, "unknown") == URGENT_MESSAGE["en"]
     assert urgent_message(harm, "it") == SELF_HARM_MESSAGE["it"] + " " + URGENT_MESSAGE["it"]
-
-
-# -- language ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "language", "supported"),
-    [
-        ("Is it safe to drink coffee when pregnant?", "en", True),
-        ("Posso bere caffè in gravidanza?", "it", True),
-        ("Il mio neonato ha la febbre, cosa faccio?", "it", True),
-        ("preeclampsia", "unknown", True),
-        ("¿Puedo tomar café durante el embarazo?", "es", False),
-        ("Est-ce que je peux boire du café enceinte ?", "fr", False),
-        ("Darf ich in der Schwangerschaft Kaffee trinken?", "de", False),
-        ("Mag ik koffie drinken als ik zwanger ben?", "nl", False),
-        ("Можно ли пить кофе во время беременности?", "non-latin", False),
-        ("怀孕期间可以喝咖啡吗？", "non-latin", False),
-    ],
-)
-def test_detect_language(text, language, supported):
-    guess = detect_language(text)
-
-    assert (guess.language, guess.supported) == (language, supported)
-
-
-def test_reply_language_is_italian_only_for_italian():
-    assert detect_language("Posso bere caffè in gravidanza?").reply_language == "it"
-    assert detect_language("preeclampsia").reply_language == "en"
 
 
 # -- personal requests --------------------------------------------------------------------------------------

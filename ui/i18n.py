@@ -1,9 +1,8 @@
 """The patient page's own words in the patient's language (English and Italian; English otherwise): first the
-browser's preferred language (Accept-Language), then the language of each question the patient asks."""
+browser's preferred language (Accept-Language), then the language of each question the patient asks, as
+chatbot.language reads it (the same reading as the answer and its urgent banner)."""
 
 from __future__ import annotations
-
-import re
 
 STRINGS = {
     "en": {
@@ -46,24 +45,6 @@ STRINGS = {
         "busy": "Hai fatto molte domande in poco tempo. Attendi {seconds} secondi e riprova.",
     },
 }
-
-_IT = set(
-    "il lo la gli le un una che di da per non con come posso sono sei è mio mia miei mie cosa quando quanto quanta "
-    "gravidanza incinta bambino bambina neonato allattamento febbre dolore mal devo può si ho ha della del delle "
-    "nella nel perché quali quale dopo prima".split()
-)
-_EN = set(
-    "the a an is are can i my what when how should do does to of in for it with baby pregnant pregnancy "
-    "have has be safe much many after before".split()
-)
-
-
-def detect_language(text: str) -> str:
-    """'it' or 'en' from common words (the pipeline's own `language`, when it gives one, wins)."""
-    words = re.findall(r"[a-zàèéìòù']+", text.lower())
-    it = sum(w in _IT for w in words)
-    en = sum(w in _EN for w in words)
-    return "it" if it > en else "en"
 
 
 def page_language(lang: str | None) -> str:

@@ -20,9 +20,10 @@ from typing import Any
 
 import gradio as gr
 
+from chatbot.language import SERVED, detect_language
 from chatbot.observability import RATE_LIMITED
 from chatbot.store import conversations, ratelimit, storable
-from ui.i18n import accept_language, detect_language, page_language, t
+from ui.i18n import accept_language, page_language, t
 
 log = logging.getLogger(__name__)
 
@@ -81,18 +82,20 @@ def draft_message(preview: str, lang: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text, "metadata": {"title": t(lang, "draft"), "status": "pending"}}
 
 
-def early_urgent(message: Any, settings: Any, classifier: Any = None) -> dict[str, Any] | None:
+def early_urgent(
+    message: Any, settings: Any, classifier: Any = None, fallback: str | None = None
+) -> dict[str, Any] | None:
     """The urgent keys of a red-flag message (chatbot.stages.redflags: the certified urgent card in the
     patient's language, its links), as answer() will put first, known before the answer is (the screen takes
-    milliseconds, on the raw text): shown with the draft, and even if answering fails."""
+    milliseconds, on the raw text): shown with the draft, and even if answering fails. ``fallback``: the
+    language of a message too short to tell (chatbot.language)."""
     from chatbot.stages import redflags
-    from chatbot.stages import safety as sf
 
     result = redflags.screen(message, classifier)
     if not result.urgent:
         return None
     text = redflags.raw_text(message)
-    language = sf.detect_language(text, settings.safety.language_min_evidence).reply_language
+    language = detect_language(text, fallback, settings.safety.language_min_confidence).reply_language
     return redflags.urgent_fields(result, language, settings.safety.urgent_cards)
 
 
@@ -176,9 +179,9 @@ def build_patient_app(state: Any):
         lang = page_language(accept_language(headers.get("accept-language")))
         return gr.update(label=t(lang, "chat_label")), *page_text(lang)
 
-    def _safe_early_urgent(message: Any) -> dict[str, Any] | None:
+    def _safe_early_urgent(message: Any, fallback: str) -> dict[str, Any] | None:
         try:
-            return early_urgent(message, state.settings, state.services.redflag_classifier)
+            return early_urgent(message, state.settings, state.services.redflag_classifier, fallback)
         except Exception:  # the answer's own screen still runs; the operator sees the traceback
             log.exception("early red-flag screen failed")
             return None
@@ -206,12 +209,18 @@ def build_patient_app(state: Any):
         conv["pending"] = None
         history = list(history or [])
         text = message if isinstance(message, str) else ""
+        # one decision for the answer, its banner and the page's words (chatbot.language): a message too short
+        # to tell ("ok", a drug name) keeps the previous turn's language, else the browser's
+        headers = getattr(request, "headers", None) or {}
+        fallback = conv.get("lang") if conv.get("lang") in SERVED else accept_language(headers.get("accept-language"))
+        lang = detect_language(text, fallback, state.settings.safety.language_min_confidence).reply_language
+        conv["lang"] = lang
         shown = shown_question(text, state.settings.safety.max_question_chars)
         if shown:
             history.append({"role": "user", "content": shown})
         wait = _client_wait(request)
         if wait:  # over the per-client limit: no answer, no turn recorded, a polite message
-            history.append({"role": "assistant", "content": t(detect_language(text), "busy", seconds=wait)})
+            history.append({"role": "assistant", "content": t(lang, "busy", seconds=wait)})
             yield history, conv, "", gr.update()
             return
         drafts: queue.Queue[str | None] = queue.Queue()
@@ -219,11 +228,12 @@ def build_patient_app(state: Any):
 
         def work() -> None:  # answers and records the turn even if the patient leaves mid-draft
             try:  # empty, over-long, binary or non-text input gets answer()'s polite invalid_input reply
-                turn = state.chat.answer_turn(message, conv["conversation_id"], on_draft=drafts.put)
+                turn = state.chat.answer_turn(
+                    message, conv["conversation_id"], on_draft=drafts.put, fallback_language=fallback
+                )
             except Exception:  # the patient sees a plain message; the operator sees the traceback
                 log.exception("answer failed")
-                lang = detect_language(text)
-                urgent = _safe_early_urgent(message) or {"urgent": False}
+                urgent = _safe_early_urgent(message, fallback) or {"urgent": False}
                 reply = t(lang, "error")
                 if urgent.get("urgent_message"):
                     reply = f"{urgent['urgent_message']}\n\n{reply}"
@@ -236,7 +246,6 @@ def build_patient_app(state: Any):
             finally:
                 drafts.put(None)
             ans = turn.answer
-            lang = (ans.get("language") or detect_language(text))[:2]
             outcome["pending"] = {"ans": public_answer(ans), "turn_id": turn.turn_id, "lang": lang}
 
         worker = threading.Thread(target=work, name="patient-answer", daemon=True)
@@ -246,17 +255,17 @@ def build_patient_app(state: Any):
         def banner() -> dict:  # a fresh update per yield (Gradio consumes them)
             if not urgent:
                 return gr.update()
-            return gr.update(value=banner_html(urgent, detect_language(text)), visible=True)
+            return gr.update(value=banner_html(urgent, lang), visible=True)
 
         for preview in _newest(drafts):
             if draft is None:  # the first draft: a red-flag question shows the urgent banner with it
-                urgent = _safe_early_urgent(message)
-            draft = draft_message(preview, detect_language(text))
+                urgent = _safe_early_urgent(message, fallback)
+            draft = draft_message(preview, lang)
             yield [*history, draft], conv, "", banner()
             time.sleep(DRAFT_INTERVAL_S)  # at most ~10 updates a second; the newest draft wins
         worker.join()
-        error = {"reply": t(detect_language(text), "error"), "links": [], "status": "error", "urgent": False}
-        pending = outcome.get("pending") or {"ans": error, "turn_id": None, "lang": detect_language(text)}
+        error = {"reply": t(lang, "error"), "links": [], "status": "error", "urgent": False}
+        pending = outcome.get("pending") or {"ans": error, "turn_id": None, "lang": lang}
         conv["pending"] = {**pending, "draft": draft is not None}
         yield ([*history, draft] if draft else history), conv, "", banner()
 

@@ -1,6 +1,6 @@
 """Safety screen of a question, before and around retrieval.
 
-- ``detect_language``: en / it / another language, from stopword counts (no model, no download).
+- (the question's language is read by ``chatbot.language``; the refusal text is ``UNSUPPORTED_LANGUAGE``)
 - (the red-flag rules live in ``chatbot.stages.redflag_rules``, the word matching in ``text_match``)
 - ``detect_personal_request``: a request for a personal diagnosis or a personal dose.
 - ``injection_signals`` and ``retrieval_text``: prompt-injection markers (recorded in the trace) and the
@@ -13,7 +13,6 @@ Everything here is plain functions over strings: no model, no I/O, fast enough f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from chatbot.stages.text_match import Lexicon, clause_fires, find_terms, fold, tokens
 
@@ -80,109 +79,25 @@ def detect_personal_request(text: str) -> str | None:
 _OBLIGATION_OK = frozenset({"do i have", "have i got", "what do i have", "what have i got"})
 
 
-# -- language --------------------------------------------------------------------------------------
+# -- content words (the language itself is read by chatbot.language) -----------------------------------
 
-_STOPWORDS: dict[str, frozenset[str]] = {
-    "en": frozenset(
-        "the an is are am was were be been being you my your it its this that these those what how when why "
-        "which who whom should can could would will do does did have has had of to on for with and or not at "
-        "from after before during about much many if there they she he we our their them than then so too "
-        "very just also any some get got i m s ve ll d".split()
-    ),
-    "it": frozenset(
-        "il lo gli un uno una di da su per con tra fra che mi ti si ci vi del dello della dei degli delle al "
-        "allo alla ai agli alle nel nello nella nei negli nelle sono sei ho hai ha abbiamo avete hanno come "
-        "cosa quando perche quanto quanta quanti quante posso puo devo deve mio mia miei mie tuo tua questo "
-        "questa anche ma piu molto dopo prima durante sto sta stai essere avere fare quale quali dove cui "
-        "gia ancora sempre mai ne ed sul sulla col non".split()
-    ),
-    "es": frozenset(
-        "el los las es y que por para estoy esta estan tengo puedo muy pero mas cuando donde como hay hijo durante "
-        "hija embarazo embarazada bebe del una unos unas mi mis tu su sus usted debo puede tomar hacer "
-        "dolor cual porque desde hasta".split()
-    ),
-    "fr": frozenset(
-        "le les des du est et je suis vous tu une pour avec dans pas ne qui mon ma mes enceinte bebe peux "
-        "puis ce cette au aux sur tres mais quand comment pourquoi avoir etre ou j est-ce qu il elle nous "
-        "mon votre quels quel quelle quelles faut pendant grossesse peut dois".split()
-    ),
-    "de": frozenset(
-        "der die das und ist ich nicht ein eine mit von zu fur auf mein meine bin habe kann schwanger wie "
-        "was wann warum sich es sind auch nach bei oder kind darf soll einen einem".split()
-    ),
-    "pt": frozenset(
-        "os um uma nao voce estou meu minha em com do dos das tenho bebe gravidez quando como muito mas "
-        "pelo pela isso esse essa durante tomar o".split()
-    ),
-    "nl": frozenset("het een en ik niet van mijn zwanger wat hoe kan je met voor op dat zijn mag".split()),
-    "pl": frozenset(
-        "czy w nie jak co na sie moge jest mam ciazy ciaza dziecko moje po dla jestem moja mnie mozna pic".split()
-    ),
-}
-# Content words that lean towards one of the two served languages (half weight).
-_CONTENT_HINTS: dict[str, frozenset[str]] = {
-    "en": frozenset(
-        "pregnant pregnancy baby babies fever pain bleeding breastfeeding weeks months safe eat drink take "
-        "newborn midwife doctor normal sleep milk feeding symptoms signs".split()
-    ),
-    "it": frozenset(
-        "gravidanza incinta bambino bambina neonato neonata febbre dolore sangue allattamento settimane mesi "
-        "latte ostetrica medico parto pancia testa mangiare bere prendere sintomi normale".split()
-    ),
-}
-SUPPORTED_LANGUAGES = ("en", "it")
+_FUNCTION_WORDS = frozenset(
+    "the an is are am was were be been being you my your it its this that these those what how when why "
+    "which who whom should can could would will do does did have has had of to on for with and or not at "
+    "from after before during about much many if there they she he we our their them than then so too "
+    "very just also any some get got i m s ve ll d "
+    "il lo gli un uno una di da su per con tra fra che mi ti si ci vi del dello della dei degli delle al "
+    "allo alla ai agli alle nel nello nella nei negli nelle sono sei ho hai ha abbiamo avete hanno come "
+    "cosa quando perche quanto quanta quanti quante posso puo devo deve mio mia miei mie tuo tua questo "
+    "questa anche ma piu molto dopo prima durante sto sta stai essere avere fare quale quali dove cui "
+    "gia ancora sempre mai ne ed sul sulla col non "
+    "where quali quale".split()
+)
 
 
 def content_words(text: str) -> list[str]:
-    """Folded words of 4+ letters that are not English or Italian stopwords."""
-    stop = _STOPWORDS["en"] | _STOPWORDS["it"] | _EXTRA_STOP
-    return [w for w in re.findall(r"[a-z]{4,}", fold(text)) if w not in stop]
-
-
-_EXTRA_STOP = frozenset(
-    "what when which where should could would does have with that this from your about there their "
-    "quali quale sono come cosa quando dove perche questo questa della delle degli sulla nella".split()
-)
-_LATIN = re.compile(r"[A-Za-zÀ-ÿ]")
-
-
-@dataclass(frozen=True)
-class LanguageGuess:
-    language: str  # en, it, es, fr, de, pt, nl, non-latin, or unknown (too little evidence)
-    scores: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def supported(self) -> bool:
-        return self.language in SUPPORTED_LANGUAGES or self.language == "unknown"
-
-    @property
-    def reply_language(self) -> str:
-        """The language of our own messages: Italian for Italian, English otherwise."""
-        return "it" if self.language == "it" else "en"
-
-
-def detect_language(text: str, min_evidence: float = 2.0) -> LanguageGuess:
-    """Stopword counts per language (plus half-weight content words for en/it).
-
-    Another language is reported only with at least ``min_evidence`` points and 1.5x the best of en/it;
-    text with too few clues (a couple of medical words) is ``unknown`` and treated as supported.
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    if letters:
-        latin = sum(1 for ch in letters if _LATIN.match(ch))
-        if latin / len(letters) < 0.5:
-            return LanguageGuess("non-latin", {"latin_share": round(latin / len(letters), 2)})
-    words = re.findall(r"[a-z]+(?:-[a-z]+)?", fold(text))
-    scores = {lang: float(sum(w in stop for w in words)) for lang, stop in _STOPWORDS.items()}
-    for lang, hints in _CONTENT_HINTS.items():
-        scores[lang] += 0.5 * sum(w in hints for w in words)
-    best_served = max(scores["en"], scores["it"])
-    other, other_score = max(((k, v) for k, v in scores.items() if k not in SUPPORTED_LANGUAGES), key=lambda kv: kv[1])
-    if other_score >= min_evidence and other_score >= 1.5 * best_served:
-        return LanguageGuess(other, scores)
-    if best_served == 0:
-        return LanguageGuess("unknown", scores)
-    return LanguageGuess("it" if scores["it"] > scores["en"] else "en", scores)
+    """Folded words of 4+ letters that are not English or Italian function words."""
+    return [w for w in re.findall(r"[a-z]{4,}", fold(text)) if w not in _FUNCTION_WORDS]
 
 
 # -- prompt injection and the retrieval text ----------------------------------------------------------
