@@ -102,7 +102,9 @@ def create_app(
     state = AppState(settings, services, store, memory_embedder)
     if warm:  # load models and build lazy indexes now, not on the first patient's question
         from chatbot.answer import answer
+        from chatbot.language import warm_up
 
+        warm_up()  # the language models (a few seconds, ~330 MB), also when the answer below fails
         try:
             answer("How much folic acid should I take?", state.services, settings.retrieval.pipeline)
         except Exception:  # e.g. no index yet: the page still serves, and says so per question
