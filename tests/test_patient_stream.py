@@ -125,3 +125,18 @@ def test_by_default_a_generative_reply_shows_no_draft_only_the_validated_reply(t
     final = streamed[-1][0][-1]
     assert final["content"].startswith("A baby with a fever should see a doctor.\n\n**Sources:**\n1. [")
     assert "evil" not in final["content"]
+
+
+def test_a_message_too_short_to_tell_keeps_the_previous_turn_s_language(tmp_path, fake_llm):
+    # one reading of the language per message (chatbot.language), shared by the answer and the page's words
+    _, compute, _ = handlers(tmp_path, fake_llm, "extractive")
+
+    history, conv = list(compute("Il mio bambino ha la febbre, devo chiamare il medico?", [], {}))[-1][:2]
+    assert (conv["lang"], conv["pending"]["lang"], conv["pending"]["ans"]["language"]) == ("it", "it", "it")
+
+    conv["pending"] = None
+    again = list(compute("ok", history, conv))[-1][1]
+    assert (again["lang"], again["pending"]["lang"], again["pending"]["ans"]["language"]) == ("it", "it", "it")
+
+    fresh = list(compute("ok", [], {}))[-1][1]  # no previous turn, no Accept-Language: English
+    assert (fresh["lang"], fresh["pending"]["lang"], fresh["pending"]["ans"]["language"]) == ("en", "en", "en")

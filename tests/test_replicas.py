@@ -62,7 +62,8 @@ def test_a_patient_conversation_started_on_one_replica_continues_and_is_rated_on
     first = ask_api(on_a, FIRST)
     assert first["success"] is True, first
     history, conv = first["output"]["data"][0], first["output"]["data"][1]
-    assert set(conv) == {"conversation_id", "turns", "pending"} and conv["pending"] is None
+    assert set(conv) == {"conversation_id", "turns", "pending", "lang"} and conv["pending"] is None
+    assert conv["lang"] == "en"  # the language of a next message too short to tell (chatbot.language)
     assert "trace" not in str(conv)  # the state the browser holds carries no trace
     (turn_a,) = _turns(a.app.state.chatbot.store, conv["conversation_id"])
     assert conv["turns"] == {"1": turn_a[0]}
