@@ -1,8 +1,10 @@
 """Stateless replicas: two app instances (two uvicorn servers, each its own FastAPI + Gradio app, store engine
 and answer memory) over one SQLite database, as two replicas behind a balancer. A patient conversation
 started on one continues on the other and its earlier reply can be rated there; an API conversation too; a
-staff login made on one is valid on the other (and a logout on one ends it on both); one token's rate limit
-is counted across both. A fake embedder keeps this about the web layer."""
+staff login made on one is valid on the other (and a logout on one ends it on both); a review opened on one
+is approved on the other, and a Likert session started on one is rated on the other (the page visit's state is
+in the browser and the database); one token's rate limit is counted across both. A fake embedder keeps this
+about the web layer."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from tests.browser.support import LiveServer, add_users, ask_api, build_services, login, ui_settings
+from tests.browser.support import LiveServer, add_users, ask_api, build_services, call_event, login, ui_settings
 from tests.conftest import FakeEmbedder
 
 pytest.importorskip("gradio")
@@ -146,3 +148,91 @@ def test_one_tokens_rate_limit_is_counted_across_both_replicas(replicas):
         client = httpx.Client(base_url=server.url + "/api/v1", headers={"authorization": f"Bearer {token}"})
         statuses.append(client.post("/feedback", json=vote).status_code)
     assert statuses == [404, 404, 404, 429]
+
+
+def _fns(client: httpx.Client, prefix: str) -> tuple[dict[str, int], list[dict]]:
+    config = client.get(f"{prefix}/config").json()
+    return {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}, config["dependencies"]
+
+
+def _fn(deps: list[dict], target: int, event: str) -> int:
+    return next(i for i, d in enumerate(deps) if d["targets"][0] == [target, event])
+
+
+def test_a_review_opened_on_one_replica_is_approved_on_the_other(replicas):
+    # the page visit's state (the turn under review, the lists it filled) is held by the browser, not by the
+    # replica that filled it: B has never seen this visit (another session_hash) and still takes the approval
+    from chatbot.store import reviews
+    from chatbot.store.models import Approval, Review
+
+    a, b = replicas
+    store = a.app.state.chatbot.store
+    asked = ask_api(httpx.Client(base_url=a.url, timeout=60), "Is a fever dangerous for a baby?")
+    turn_id = asked["output"]["data"][1]["turns"]["1"]
+    on_a = login(a.url, "clara")
+    on_b = httpx.Client(base_url=b.url, timeout=60, cookies={"cb_session": on_a.cookies["cb_session"]})
+    ids, deps = _fns(on_a, "/review")
+
+    loaded = call_event(on_a, "/review", 0, ["All"], session_hash="visit-on-a")
+    assert turn_id in [value for _, value in loaded["output"]["data"][1]["choices"]]
+    detail = call_event(on_a, "/review", _fn(deps, ids["queue"], "change"), [turn_id], session_hash="visit-on-a")
+    assert detail["output"]["data"][0] == turn_id  # the turn under review, in the browser's hidden field
+    shown = {link["segment_id"] for link in reviews.get_turn(store, turn_id)["links"]}
+    chosen = next(value for _, value in detail["output"]["data"][5]["choices"] if value not in shown)
+
+    approve = [turn_id, "relevant", None, None, [chosen], "picked on B", "All"]
+    done = call_event(on_b, "/review", _fn(deps, ids["approve"], "click"), approve, session_hash="visit-on-b")
+    assert done["success"] is True, done
+    assert done["output"]["data"][0].startswith("✅ Approved (approval #")
+    with store.session() as s:
+        approval = s.query(Approval).order_by(Approval.id.desc()).first()
+        review = s.get(Review, approval.review_id)
+        assert (review.turn_id, review.decision, approval.links[0]["segment_id"]) == (turn_id, "approved", chosen)
+
+    # what the browser sends is checked against the database, whichever replica gets it
+    forged = call_event(on_b, "/review", _fn(deps, ids["approve"], "click"), [10**9, None, None, None, [], "", "All"])
+    assert forged["success"] is False and "No turn 1000000000" in str(forged)
+    bad = call_event(on_b, "/review", _fn(deps, ids["queue"], "change"), ["1; drop table"], session_hash="x")
+    assert bad["success"] is False and "Not a valid question" in str(bad)
+
+
+def test_a_likert_session_started_on_one_replica_is_rated_on_the_other(replicas):
+    from chatbot.store import evals
+
+    a, b = replicas
+    store = a.app.state.chatbot.store
+    admin = login(a.url, "ada")
+    create = next(
+        i for i, d in enumerate(admin.get("/evaluate/config").json()["dependencies"]) if len(d["inputs"]) == 4
+    )
+    pasted = '{"text": "Is coffee safe in pregnancy?"}\n{"text": "Does a fever in a baby need a doctor?"}'
+    assert call_event(admin, "/evaluate", create, ["across-replicas", None, pasted, ["dense"]])["success"] is True
+    sid = evals.session_id_by_name(store, "across-replicas")
+    evaluator = store_user_id(store, "evan")
+
+    on_a = login(a.url, "evan")
+    on_b = httpx.Client(base_url=b.url, timeout=60, cookies={"cb_session": on_a.cookies["cb_session"]})
+    ids, deps = _fns(on_a, "/evaluate")
+    started = call_event(on_a, "/evaluate", _fn(deps, ids["start"], "click"), [sid], session_hash="eval-on-a")
+    session_state, current = started["output"]["data"][0], started["output"]["data"][1]
+    assert session_state == sid and set(current) == {"answer_id", "links"}
+
+    rating = ["yes", "relevant", "relevant", "relevant", "4", "5", "4", "3", "4", "rated on B"]
+    submit = _fn(deps, ids["submit"], "click")
+    first = call_event(on_b, "/evaluate", submit, [sid, current, *rating], session_hash="eval-on-b")
+    assert first["success"] is True, first
+    assert evals.progress(store, sid, evaluator) == (1, 2)
+    following = first["output"]["data"][0]  # the next answer, now held by the browser
+    assert following["answer_id"] != current["answer_id"]
+
+    second = call_event(on_a, "/evaluate", submit, [sid, following, *rating], session_hash="eval-on-a")
+    assert second["success"] is True, second
+    assert evals.progress(store, sid, evaluator) == (2, 2)
+    assert second["output"]["data"][0] is None  # done: nothing left to rate
+
+
+def store_user_id(store, username: str) -> int:
+    from chatbot.store.models import User
+
+    with store.session() as s:
+        return s.execute(select(User.id).where(User.username == username)).scalar_one()

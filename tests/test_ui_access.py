@@ -232,8 +232,9 @@ def test_a_clinician_picks_a_better_segment_from_the_top_50_and_approves_it(clie
     shown = {link["segment_id"] for link in reviews.get_turn(live.state.store, turn_id)["links"]}
     label, chosen = next(p for p in picks if p[1] not in shown)  # a top-50 segment that was not shown
     approve = _fn(deps, ids["approve"], "click")
+    held = detail["output"]["data"][0]  # the turn under review: the hidden field the browser holds and sends back
     done = call_event(
-        client, "/review", approve, [None, "relevant", "not relevant", None, [chosen], "better", "All"],
+        client, "/review", approve, [held, "relevant", "not relevant", None, [chosen], "better", "All"],
         session_hash=visit,
     )  # fmt: skip
     assert done["success"] is True, done

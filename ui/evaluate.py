@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from chatbot.store import evals
+from ui.open_choices import OpenDropdown, int_id
 from ui.security import require
 
 ROLES = ("evaluator", "admin")
@@ -76,14 +77,19 @@ def build_evaluate_app(state: Any):
 
     def start(session_id, request: gr.Request):
         who = require(state, request, *ROLES)
+        session_id = int_id(session_id, "session")
         if session_id is None:
             raise gr.Error("Choose a session first.")
+        if all(s["id"] != session_id for s in evals.list_sessions(store)):
+            raise gr.Error(f"No evaluation session {session_id}.")
         return (session_id, *_show(who, session_id))
 
     def submit(session_id, current, q1, l1, l2, l3, q3, q4, q5, q6, q7, comment, request: gr.Request):
         who = require(state, request, *ROLES)
-        if session_id is None or not current:
+        session_id = int_id(session_id, "session")
+        if session_id is None or not isinstance(current, dict) or not isinstance(current.get("links"), int):
             raise gr.Error("Nothing to rate: press Start / resume.")
+        answer_id = int_id(current.get("answer_id"), "answer")
         values = {
             "q1_relevant": {"yes": True, "no": False}.get(q1),
             "q2_links": [None if v is None else v == "relevant" for v in (l1, l2, l3)[: current["links"]]],
@@ -93,8 +99,8 @@ def build_evaluate_app(state: Any):
         if any(v is None for v in values["q2_links"]):
             raise gr.Error("Q2: mark each link relevant or not relevant.")
         try:
-            evals.save_rating(store, who, int(current["answer_id"]), values)
-        except ValueError as exc:
+            evals.save_rating(store, who, answer_id, values)
+        except (ValueError, LookupError) as exc:
             raise gr.Error(str(exc)) from exc
         return _show(who, session_id)
 
@@ -119,11 +125,13 @@ def build_evaluate_app(state: Any):
 
     with gr.Blocks(title="Answer evaluation", analytics_enabled=False) as demo:
         header = gr.Markdown("", elem_id="who")
-        session_state = gr.State(None)
-        answer_state = gr.State(None)
+        # the session and the answer being rated: held by the browser (any replica serves the next event; the
+        # handlers check them against the database), not in the process
+        session_state = gr.JSON(None, visible=False, elem_id="eval-session")
+        answer_state = gr.JSON(None, visible=False, elem_id="eval-answer")
         with gr.Tab("Rate answers"):
             with gr.Row():
-                session = gr.Dropdown([], label="Evaluation session", elem_id="session", scale=4)
+                session = OpenDropdown([], label="Evaluation session", elem_id="session", scale=4)
                 start_btn = gr.Button("Start / resume", elem_id="start", scale=1)
             prog = gr.HTML(progress_html(0, 0), elem_id="progress-box")
             item = gr.Markdown(item_markdown(None), elem_id="item")

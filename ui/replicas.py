@@ -5,8 +5,9 @@ SIGTERM/SIGINT stops them all.
 Why processes and a balancer rather than uvicorn's workers: a Gradio event is two requests (join the queue,
 then read its event stream) that must reach the same process, and uvicorn's workers share one socket with no
 affinity. HAProxy sends the pages' requests to one replica per browser (a cookie; another one when that
-replica is down, where the patient's conversation goes on: its state is in the browser and the database) and
-the JSON API's to the least busy replica. Everything else a request needs is in the database."""
+replica is down, where the patient's conversation and the staff pages' review or Likert session go on: their
+state is in the browser and the database) and the JSON API's to the least busy replica. Everything else a
+request needs is in the database."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import gradio as gr
 from chatbot.answer_object import fallback_warning
 from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 from chatbot.store import auth, reviews
+from ui.open_choices import OpenCheckboxGroup, OpenRadio, int_id
 from ui.security import require
 
 ROLES = ("clinician", "admin")
@@ -187,22 +188,24 @@ def build_review_app(state: Any):
 
     def open_approval(approval_id, show_revoked: bool, request: gr.Request):
         require(state, request, *ROLES)
+        approval_id = int_id(approval_id, "approval")
         if approval_id is None:  # the list was refreshed: keep showing the last one
             return gr.update()
-        row = next((r for r in reviews.list_approvals(store, True) if r["id"] == int(approval_id)), None)
+        row = next((r for r in reviews.list_approvals(store, True) if r["id"] == approval_id), None)
         if row is None:
             raise gr.Error(f"No approval {approval_id}")
         return approval_markdown(row)
 
     def revoke(approval_id, comment, show_revoked: bool, request: gr.Request):
         who = require(state, request, *ROLES)
+        approval_id = int_id(approval_id, "approval")
         if approval_id is None:
             raise gr.Error("Pick an approved answer first.")
         try:
-            reviews.revoke_approval(store, who, int(approval_id), comment or "")
+            reviews.revoke_approval(store, who, approval_id, comment or "")
         except (ValueError, LookupError) as exc:
             raise gr.Error(str(exc).capitalize() + ".") from exc
-        row = next(r for r in reviews.list_approvals(store, True) if r["id"] == int(approval_id))
+        row = next(r for r in reviews.list_approvals(store, True) if r["id"] == approval_id)
         return (
             f"⛔ Approval #{approval_id} revoked: memory no longer serves it.",
             gr.update(choices=approval_choices(reviews.list_approvals(store, bool(show_revoked))), value=None),
@@ -223,10 +226,11 @@ def build_review_app(state: Any):
 
     def open_turn(turn_id, request: gr.Request):
         who = require(state, request, *ROLES)
+        turn_id = int_id(turn_id, "question")
         if turn_id is None:  # the queue was refreshed: keep showing what the clinician just acted on
             return tuple(gr.update() for _ in range(10))
         empty_link = gr.update(visible=False, value=None)
-        turn = reviews.get_turn(store, int(turn_id))
+        turn = reviews.get_turn(store, turn_id)
         if turn is None:
             raise gr.Error(f"No turn {turn_id}")
         auth.audit_action(store, who, "review_view", "turn", turn["id"])
@@ -271,9 +275,10 @@ def build_review_app(state: Any):
     def act(decision: str):
         def handler(turn_id, v1, v2, v3, picked, comment, kind_label, request: gr.Request):
             who = require(state, request, *ROLES)
+            turn_id = int_id(turn_id, "question")
             if turn_id is None:
                 raise gr.Error("Pick a question from the queue first.")
-            turn = reviews.get_turn(store, int(turn_id))
+            turn = reviews.get_turn(store, turn_id)
             if turn is None:
                 raise gr.Error(f"No turn {turn_id}")
             verdicts = _verdicts(turn, v1, v2, v3)
@@ -287,7 +292,7 @@ def build_review_app(state: Any):
             if decision == "rejected" and not (comment or "").strip():
                 raise gr.Error("Please say why you reject the answer.")
             result = reviews.record_review(
-                store, who, int(turn_id), decision, comment or "", verdicts, picked_segs, approval
+                store, who, turn_id, decision, comment or "", verdicts, picked_segs, approval
             )
             rows = reviews.list_queue(store, FILTER_LABELS.get(kind_label, "unreviewed"))
             message = {
@@ -330,8 +335,9 @@ def build_review_app(state: Any):
             with gr.Row():
                 kind = gr.Radio(list(FILTER_LABELS), value="Unreviewed", label="Show", elem_id="queue-filter")
                 refresh_btn = gr.Button("Refresh", elem_id="refresh", scale=0)
-            queue = gr.Radio([], label="Answered questions (newest first)", elem_id="queue")
-            turn_state = gr.State(None)
+            queue = OpenRadio([], label="Answered questions (newest first)", elem_id="queue")
+            # the turn being reviewed: held by the browser (any replica serves the next event), checked per event
+            turn_state = gr.Number(None, visible=False, precision=0, elem_id="review-turn")
             detail = gr.Markdown("_Pick a question above._", elem_id="detail")
             with gr.Row():
                 links = [
@@ -339,7 +345,7 @@ def build_review_app(state: Any):
                     for i in range(3)
                 ]
             with gr.Accordion("Pick better segments from the top-50", open=False):
-                picked = gr.CheckboxGroup(
+                picked = OpenCheckboxGroup(
                     [], label="Better segments (the first picked becomes the reply)", elem_id="picked"
                 )
             comment = gr.Textbox(label="Comment", lines=2, elem_id="comment")
@@ -363,7 +369,7 @@ def build_review_app(state: Any):
             with gr.Row():
                 show_revoked = gr.Checkbox(False, label="Show revoked too", elem_id="show-revoked")
                 refresh_approvals_btn = gr.Button("Refresh", elem_id="refresh-approvals", scale=0)
-            approvals = gr.Radio([], label="Approved answers (newest first)", elem_id="approvals")
+            approvals = OpenRadio([], label="Approved answers (newest first)", elem_id="approvals")
             approval_detail = gr.Markdown("_Pick an approved answer above._", elem_id="approval-detail")
             revoke_comment = gr.Textbox(label="Why revoke it? (required)", lines=2, elem_id="revoke-comment")
             b_revoke = gr.Button("Revoke approval", variant="stop", elem_id="revoke")
