@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the full result here")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    decide = DETECTORS[args.detector]()
+    try:
+        decide = DETECTORS[args.detector]()
+    except ImportError as exc:
+        parser.error(f"{args.detector}: {exc} (the stop-word detectors exist only up to commit 49ed21b)")
     load_s = time.perf_counter() - t0
     result: dict[str, Any] = {"detector": args.detector, "load_s": round(load_s, 2), "sets": {}}
     for path in args.set or SETS:
