@@ -21,7 +21,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     outcome (invalid, unsupported language, no certified info, a pipeline or LLM failure), an urgent message
     gets the certified urgent card first: ``urgent``, ``urgent_message``, ``urgent_action``, ``urgent_links``."""
     from chatbot.language import detect_language
-    from chatbot.stages import redflags
+    from chatbot.stages import redflags, safety
 
     screen = redflags.screen(question, services.redflag_classifier)
     text = redflags.raw_text(question)

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from chatbot.stages.safety import SUPPORTED_LANGUAGES, content_words
+from chatbot.language import SERVED
+from chatbot.stages.safety import content_words
 from chatbot.store.content_list import list_documents, refused_questions
 from chatbot.store.db import Store
 from chatbot.store.models import utcnow
@@ -48,7 +49,7 @@ def topic_key(source_url: str) -> str:
 def document_coverage(store: Store) -> dict[str, Any]:
     """Documents per language and status, and every topic with the languages it is not live in."""
     rows = list_documents(store)
-    languages = sorted(set(SUPPORTED_LANGUAGES) | {r["language"] for r in rows})
+    languages = sorted(set(SERVED) | {r["language"] for r in rows})
     counts: dict[str, Counter] = {lang: Counter() for lang in languages}
     topics: dict[str, list[dict[str, Any]]] = {}
     for r in rows:

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         decide = DETECTORS[args.detector]()
     except ImportError as exc:
-        parser.error(f"{args.detector}: {exc} (the stop-word detectors exist only up to commit 49ed21b)")
+        parser.error(f"{args.detector}: {exc} (the stop-word detectors exist only up to commit dfb2e8e)")
     load_s = time.perf_counter() - t0
     result: dict[str, Any] = {"detector": args.detector, "load_s": round(load_s, 2), "sets": {}}
     for path in args.set or SETS:
