@@ -243,6 +243,9 @@ def test_a_framed_message_needs_the_classifier_for_its_rules():
         ("quanto è frequente l'autolesionismo dopo il parto? sto scrivendo la tesi", ("study",)),
         ("con il primo figlio ho avuto un'emorragia, ora sono di nuovo incinta", ("past",)),
         ("quando bisogna chiamare il 118 per un neonato con la febbre? lo chiedo per il futuro", ("hypothetical",)),
+        ("Back in 2015 my sister had a fit in labour, does it run in families?", ("past",)),
+        ("Why are clots after the birth dangerous? I'm a student midwife", ("study",)),
+        ("se un giorno mio figlio bevesse la candeggina cosa dovrei fare?", ("hypothetical",)),
         ("I'm bleeding heavily at 30 weeks", ()),
         ("ho preso 20 tachipirine", ()),
         ("il corpo mi fa male", ()),  # "corpo" is not a typo of "corso"
@@ -460,6 +463,16 @@ def test_the_shipped_screen_with_its_context_head_fires_each_action(action, text
 
 
 @shipped_context
+def test_a_rule_on_a_message_told_in_the_present_is_never_vetoed():
+    # both models score this vague message low; the reduced-movements rule still counts (issue 20: either one)
+    result = screen("my baby isnt movin as much as normal")
+
+    assert result.action == "maternity_unit"
+    assert result.classifier["context"]["combined"] < result.classifier["context"]["threshold"]
+    assert "vetoed" not in result.classifier["context"]
+
+
+@shipped_context
 @pytest.mark.parametrize(
     ("text", "vetoed"),
     [  # negated, past, hypothetical, informational: the rules fire on the words, the context head vetoes
@@ -485,7 +498,11 @@ def test_the_shipped_context_head_keeps_calm_messages_calm(text, vetoed):
 
 
 @shipped
-@pytest.mark.xfail(strict=True, reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die' (0.97); the e5 head's 0.02 "
+    "leaves the mix at 0.5, above its threshold 0.47",
+)
 def test_known_false_alarm_a_wish_to_be_prepared():
     assert screen("What should I do if my toddler ever swallows a battery? I want to be prepared").urgent is False
 
