@@ -764,8 +764,8 @@ class SafetySettings(_Group):
     redflag_context: bool = Field(
         default=True,
         description="With redflag_classifier: the contextual head on multilingual-e5-small (context-head.npz in "
-        "redflag_model) also fires, and vetoes rules/classifier on messages it reads as not urgent (negated, "
-        "past, hypothetical); ~15 ms a question; builds the e5 model on first use when it is absent.",
+        "redflag_model) is mixed with the n-gram score, and a rule on a past / hypothetical / study message counts "
+        "only when that mix is high enough; ~20 ms a question; builds the e5 model on first use when absent.",
     )
     redflag_model: Path = Field(
         default=resources.shipped_model("redflags"),
