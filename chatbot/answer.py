@@ -23,7 +23,7 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
     from chatbot.language import detect_language
     from chatbot.stages import redflags, safety
 
-    screen = redflags.screen(question, services.redflag_classifier)
+    screen = redflags.screen(question, services.redflag_classifier, services.redflag_context)
     text = redflags.raw_text(question)
     language = detect_language(text, min_confidence=services.settings.safety.language_min_confidence).reply_language
     urgent = redflags.urgent_fields(screen, language, services.settings.safety.urgent_cards)

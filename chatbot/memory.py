@@ -136,7 +136,7 @@ def _urgent_keys(question: Any, base: dict[str, Any], language: str, services: A
         return {k: base[k] for k in keys if k in base}
     from chatbot.stages import redflags
 
-    result = redflags.screen(question, services.redflag_classifier)
+    result = redflags.screen(question, services.redflag_classifier, services.redflag_context)
     return redflags.urgent_fields(result, language, services.settings.safety.urgent_cards)
 
 

@@ -112,6 +112,14 @@ class Services:
         return shipped_classifier(str(s.redflag_model)) if s.redflag_classifier else None
 
     @cached_property
+    def redflag_context(self):
+        """The red-flag screen's contextual e5 head (safety.redflag_context, with the classifier), or None."""
+        from chatbot.stages.redflag_context import shipped_context
+
+        s = self.settings.safety
+        return shipped_context(str(s.redflag_model)) if s.redflag_classifier and s.redflag_context else None
+
+    @cached_property
     def reranker(self):
         """The configured reranker. rerank.kind=cross-encoder with no model_path and no models/reranker
         falls back to the fusion reranker, whose ``note`` (copied into the answer trace) says so."""

@@ -45,7 +45,7 @@ class ChatService:
         milliseconds before the answer; None when the screen finds no red flag."""
         from chatbot.stages import redflags
 
-        result = redflags.screen(message, self.services.redflag_classifier)
+        result = redflags.screen(message, self.services.redflag_classifier, self.services.redflag_context)
         if not result.urgent:
             return None
         text = redflags.raw_text(message)

@@ -761,6 +761,12 @@ class SafetySettings(_Group):
         "rules only, which missed emergencies worded differently from the rules (issue 20); the classifier "
         "costs a few ms a question and raises some false alarms (models/redflags/README.md).",
     )
+    redflag_context: bool = Field(
+        default=True,
+        description="With redflag_classifier: the contextual head on multilingual-e5-small (context-head.npz in "
+        "redflag_model) is mixed with the n-gram score, and a rule on a past / hypothetical / study message counts "
+        "only when that mix is high enough; ~20 ms a question; builds the e5 model on first use when absent.",
+    )
     redflag_model: Path = Field(
         default=resources.shipped_model("redflags"),
         description="Folder of the red-flag classifier (config.json + weights.npz, python -m "

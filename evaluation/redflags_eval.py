@@ -86,13 +86,14 @@ def rates(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     }
 
 
-def evaluate(cases: list[dict[str, Any]], classifier: Any) -> dict[str, Any]:
-    """Run the screen (and the rules alone) on every case; summary, breakdowns, error lists, latency."""
-    screen("warm-up: load the classifier once", classifier)
+def evaluate(cases: list[dict[str, Any]], classifier: Any, context: Any = None) -> dict[str, Any]:
+    """Run the screen (and the rules alone) on every case; summary, breakdowns, error lists, latency.
+    ``context``: the screen's contextual e5 head (None: rules OR classifier only)."""
+    screen("warm-up: load the classifier once", classifier, context)
     rows, ms = [], []
     for case in cases:
         t0 = time.perf_counter()
-        result = screen(case["text"], classifier)
+        result = screen(case["text"], classifier, context)
         ms.append((time.perf_counter() - t0) * 1000)
         rules = rule_flags(raw_text(case["text"]))  # the rules alone, whatever the screen made of them
 
@@ -108,6 +109,8 @@ def evaluate(cases: list[dict[str, Any]], classifier: Any) -> dict[str, Any]:
                     "rules": [f.category for f in rules],
                     "classifier": (result.classifier or {}).get("fired", []),
                     "urgent_score": (result.classifier or {}).get("urgent_score"),
+                    "context": ((result.classifier or {}).get("context") or {}).get("urgent_score"),
+                    "vetoed": ((result.classifier or {}).get("context") or {}).get("vetoed", []),
                 },
             }
         )
@@ -228,6 +231,12 @@ def render(report: dict[str, Any], name: str = "redflags") -> Report:
                 why = ", ".join(e["why"]["rules"] + [f"classifier:{a}" for a in e["why"]["classifier"]]) or "—"
                 score = e["why"]["urgent_score"]
                 why += f" (score {score:.3f})" if isinstance(score, float) else ""
+                ctx = e["why"].get("context")
+                why += (
+                    f" (context {ctx:.3f}{', vetoed' if e['why'].get('vetoed') else ''})"
+                    if isinstance(ctx, float)
+                    else ""
+                )
                 text = e["text"].replace("|", "\\|").replace("\n", " ")
                 lines.append(
                     f"| {e['id']} | {e['language']} | {e['kind']} | {e['action']} | {e['screen']['action']} | "
@@ -253,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rules-only", action="store_true", help="screen without the classifier")
     ap.add_argument("--model", type=Path, default=None, help="classifier folder (default: models/redflags)")
+    ap.add_argument("--no-context", action="store_true", help="screen without the contextual e5 head")
     args = ap.parse_args(argv)
     try:
         cases = load_cases(args.data)
@@ -268,10 +278,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no classifier weights in {model} (train one, or pass --rules-only)", file=sys.stderr)
             return 2
         classifier = RedFlagClassifier.load(model)
+    context = None
+    if classifier is not None and not args.no_context:
+        from chatbot.stages.redflag_context import HEAD_FILE, ContextHead, ContextScorer
+
+        if not (model / HEAD_FILE).exists():
+            print(f"error: no contextual head in {model} (train one, or pass --no-context)", file=sys.stderr)
+            return 2
+        context = ContextScorer(ContextHead.load(model))
     out_dir, name = output_target(args.out, args.name)
     screen_name = (
         "rules only" if classifier is None else f"rules OR classifier ({model.name}, threshold {classifier.threshold})"
     )
+    if context is not None:
+        meta = context.head.meta
+        screen_name += f" OR contextual e5 head (threshold {meta['threshold']}), vetoed below {meta['veto']}"
 
     def run() -> dict[str, Any]:
         return {
@@ -280,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             "screen": screen_name,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "cpu": _cpu(),
-            **evaluate(cases, classifier),
+            **evaluate(cases, classifier, context),
         }
 
     bench = Benchmark(name, "recall", run, metrics, lambda r: render(r, name))

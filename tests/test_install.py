@@ -109,6 +109,7 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
         "chatbot/_shipped/models/reranker/onnx/model_qint8.onnx",
         "chatbot/_shipped/models/reranker/tokenizer.json",
         "chatbot/_shipped/models/redflags/weights.npz",
+        "chatbot/_shipped/models/redflags/context-head.npz",
         "chatbot/_shipped/prompts/cot_hydoc.txt",
         "chatbot/logical/calibration.json",
         "chatbot/store/migrations/env.py",

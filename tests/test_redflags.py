@@ -199,12 +199,12 @@ class _FakeClassifier:
 
 
 def test_rules_or_classifier_either_one_is_enough_and_a_confident_classifier_picks_the_action():
-    assert screen("my tummy feels odd", _FakeClassifier("maternity_unit")).actions == ("maternity_unit",)
-    assert screen("I want to kill myself", _FakeClassifier(None)).actions == ("mental_health",)
-    both = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.95))
+    assert screen("my tummy feels odd", _FakeClassifier("maternity_unit"), None).actions == ("maternity_unit",)
+    assert screen("I want to kill myself", _FakeClassifier(None), None).actions == ("mental_health",)
+    both = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.95), None)
     assert both.actions == ("maternity_unit", "emergency")
     assert both.trace()["classifier"]["fired"] == ["maternity_unit"]
-    unsure = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.4))
+    unsure = screen("I fainted and I'm 20 weeks pregnant", _FakeClassifier("maternity_unit", 0.4), None)
     assert unsure.actions == ("emergency", "maternity_unit")
 
 
@@ -212,11 +212,11 @@ def test_a_rule_floor_lets_a_confident_classifier_overrule_the_rules():
     calm = _FakeClassifier(None)
     calm.rule_floor = 0.05  # the fake scores 0.02 when nothing fired
 
-    result = screen("How many paracetamol is an overdose?", calm)
+    result = screen("How many paracetamol is an overdose?", calm, None)
 
     assert result.urgent is False and result.rule_flags == ()
     assert result.classifier["rules_overruled"] == ["overdose"]
-    assert screen("How many paracetamol is an overdose?", _FakeClassifier(None)).action == "poisoning"
+    assert screen("How many paracetamol is an overdose?", _FakeClassifier(None), None).action == "poisoning"
 
 
 def test_a_framed_message_needs_the_classifier_for_its_rules():
@@ -224,15 +224,15 @@ def test_a_framed_message_needs_the_classifier_for_its_rules():
     calm.framing_floor = 0.05  # the fake scores 0.02 when nothing fired
     past = "I had a postpartum haemorrhage and bled heavily with my first baby 4 years ago, will it happen again?"
 
-    result = screen(past, calm)
+    result = screen(past, calm, None)
 
     assert result.urgent is False
     assert result.classifier["rules_overruled"] == ["bleeding_in_pregnancy"]
     assert result.classifier["framing"] == ["past"]
     # told in the present, the same rule still fires with the same calm classifier
-    assert screen("I gave birth 4 days ago and I am bleeding heavily with clots", calm).action == "maternity_unit"
+    assert screen("I gave birth 4 days ago and I am bleeding heavily with clots", calm, None).action == "maternity_unit"
     # and a framed message fires when the classifier gives it some urgency
-    assert screen(past, _FakeClassifier("maternity_unit", 0.3)).urgent is True
+    assert screen(past, _FakeClassifier("maternity_unit", 0.3), None).urgent is True
 
 
 @pytest.mark.parametrize(
@@ -243,6 +243,9 @@ def test_a_framed_message_needs_the_classifier_for_its_rules():
         ("quanto è frequente l'autolesionismo dopo il parto? sto scrivendo la tesi", ("study",)),
         ("con il primo figlio ho avuto un'emorragia, ora sono di nuovo incinta", ("past",)),
         ("quando bisogna chiamare il 118 per un neonato con la febbre? lo chiedo per il futuro", ("hypothetical",)),
+        ("Back in 2015 my sister had a fit in labour, does it run in families?", ("past",)),
+        ("Why are clots after the birth dangerous? I'm a student midwife", ("study",)),
+        ("se un giorno mio figlio bevesse la candeggina cosa dovrei fare?", ("hypothetical",)),
         ("I'm bleeding heavily at 30 weeks", ()),
         ("ho preso 20 tachipirine", ()),
         ("il corpo mi fa male", ()),  # "corpo" is not a typo of "corso"
@@ -334,8 +337,9 @@ def test_the_shipped_screen_default_is_used_when_no_classifier_is_given(monkeypa
     monkeypatch.setattr(
         "chatbot.stages.redflag_classifier.shipped_classifier", lambda *a: calls.append(a) or _FakeClassifier(None)
     )
+    monkeypatch.setattr("chatbot.stages.redflag_context.shipped_context", lambda *a: calls.append(("context", *a)))
     assert redflags.screen("hello").urgent is False
-    assert calls == [()]
+    assert calls == [(), ("context",)]
 
 
 # -- the shipped screen (rules OR the trained classifier in models/redflags) ------------------------------
@@ -412,8 +416,93 @@ def test_the_shipped_screen_leaves_ordinary_questions_alone(text):
     assert result.classifier["fired"] == []
 
 
+shipped_context = pytest.mark.skipif(
+    not (Path(__file__).resolve().parent.parent / "models" / "redflags" / "context-head.npz").exists(),
+    reason="no contextual red-flag head in models/redflags",
+)
+
+CONTEXT_CASES = [  # new sentences (not in any red-flag set): each action, EN and IT, plain, typo'd, third person
+    ("emergency", "I'm 36 weeks and suddenly can't breathe properly, my chest hurts when I breathe in"),
+    ("emergency", "my 2 week old is realy floppy and breathing funy, wont feed at all"),
+    (
+        "emergency",
+        "my girlfriend gave birth on Friday and just collapsed in the bathroom, she's pale and barely answering",
+    ),
+    ("emergency", "sono a 35 settimane e all'improvviso non riesco a respirare, mi fa male il petto"),
+    ("emergency", "il mio bimbo di 3 settimane e molle e respira strano, non mangia piu"),
+    ("emergency", "mia sorella ha partorito tre giorni fa ed è crollata a terra, è pallidissima e risponde appena"),
+    ("poisoning", "my 18 month old got into the dishwasher tablets and is chewing one"),
+    ("poisoning", "my son drank some of the whte spirit from the garage"),
+    ("poisoning", "my wife swallowed a whole packet of her antidepressants an hour ago"),
+    ("poisoning", "mia figlia di 2 anni ha masticato una pastiglia per la lavastoviglie"),
+    ("poisoning", "mio figlio ha bevutto l'acquaragia in garage"),
+    ("poisoning", "mia moglie ha ingoiato una confezione intera di antidepressivi un'ora fa"),
+    ("mental_health", "since the birth I can't stop thinking I should disappear forever and I've worked out how"),
+    ("mental_health", "i dont want to be alive anymor, the baby deserves better"),
+    ("mental_health", "my partner told me tonight she's been planning to kill herself since the baby arrived"),
+    ("mental_health", "da quando è nato il bambino penso solo a togliermi la vita"),
+    ("mental_health", "non voglio piu vivere, il bambino merita una mamma migliore"),
+    ("mental_health", "mia moglie stasera mi ha detto che pensa di uccidersi da quando è nata la bimba"),
+    ("maternity_unit", "I'm 32 weeks and there was a gush of water and it keeps leaking"),
+    ("maternity_unit", "baby hasnt moved al day and im 36 wks, usually hes so active"),
+    ("maternity_unit", "my wife is 29 weeks and she's bleeding bright red, quite a lot"),
+    ("maternity_unit", "sono a 32 settimane e mi è uscito un fiotto d'acqua che continua a colare"),
+    ("maternity_unit", "il bimbo nn si e mosso tutto il giorno e sono a 36 sett"),
+    ("maternity_unit", "mia moglie è a 29 settimane e perde sangue rosso vivo, parecchio"),
+]
+
+
+@shipped_context
+@pytest.mark.parametrize(("action", "text"), CONTEXT_CASES)
+def test_the_shipped_screen_with_its_context_head_fires_each_action(action, text):
+    result = screen(text)
+
+    assert result.urgent is True
+    assert result.action == action
+    assert result.classifier["context"]["combined"] >= result.classifier["context"]["threshold"]
+
+
+@shipped_context
+def test_a_rule_on_a_message_told_in_the_present_is_never_vetoed():
+    # both models score this vague message low; the reduced-movements rule still counts (issue 20: either one)
+    result = screen("my baby isnt movin as much as normal")
+
+    assert result.action == "maternity_unit"
+    assert result.classifier["context"]["combined"] < result.classifier["context"]["threshold"]
+    assert "vetoed" not in result.classifier["context"]
+
+
+@shipped_context
+@pytest.mark.parametrize(
+    ("text", "vetoed"),
+    [  # negated, past, hypothetical, informational: the rules fire on the words, the context head vetoes
+        ("No fever, no rash, my son is just grumpy with his teeth coming through, can I give him teething gel?", None),
+        (
+            "Back in 2019 I had a seizure from eclampsia after my son's birth; I'm planning another baby, what lowers "
+            "the risk?",
+            ["seizure"],
+        ),
+        (
+            "Nel 2019 ho avuto una crisi di eclampsia dopo il parto, vorrei un altro figlio, cosa riduce il rischio?",
+            None,
+        ),
+        ("Se un giorno il bimbo ingoiasse una pila dovrei fargli bere qualcosa? Chiedo prima che succeda", None),
+        ("Perché le perdite di sangue a fine gravidanza sono pericolose? Studio ostetricia", ["bleeding_in_pregnancy"]),
+    ],
+)
+def test_the_shipped_context_head_keeps_calm_messages_calm(text, vetoed):
+    result = screen(text)
+
+    assert result.urgent is False
+    assert result.classifier["context"].get("vetoed") == vetoed
+
+
 @shipped
-@pytest.mark.xfail(strict=True, reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die' (0.97); the e5 head's 0.02 "
+    "leaves the mix at 0.5, above its threshold 0.47",
+)
 def test_known_false_alarm_a_wish_to_be_prepared():
     assert screen("What should I do if my toddler ever swallows a battery? I want to be prepared").urgent is False
 

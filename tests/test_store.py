@@ -158,7 +158,7 @@ def check_invalid_input_turns_are_stored_safely(store) -> None:
     from chatbot.answer import answer
 
     # invalid input never reaches the pipeline; the red-flag screen still runs (rules only here)
-    services = SimpleNamespace(settings=Settings(), redflag_classifier=None)
+    services = SimpleNamespace(settings=Settings(), redflag_classifier=None, redflag_context=None)
     conv = conversations.new_conversation_id()
     for question, stored, reply, note in INVALID_INPUTS:
         ans = answer(question, services)

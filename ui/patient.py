@@ -83,7 +83,7 @@ def draft_message(preview: str, lang: str) -> dict[str, Any]:
 
 
 def early_urgent(
-    message: Any, settings: Any, classifier: Any = None, fallback: str | None = None
+    message: Any, settings: Any, classifier: Any = None, fallback: str | None = None, context: Any = None
 ) -> dict[str, Any] | None:
     """The urgent keys of a red-flag message (chatbot.stages.redflags: the certified urgent card in the
     patient's language, its links), as answer() will put first, known before the answer is (the screen takes
@@ -91,7 +91,7 @@ def early_urgent(
     language of a message too short to tell (chatbot.language)."""
     from chatbot.stages import redflags
 
-    result = redflags.screen(message, classifier)
+    result = redflags.screen(message, classifier, context)
     if not result.urgent:
         return None
     text = redflags.raw_text(message)
@@ -181,7 +181,10 @@ def build_patient_app(state: Any):
 
     def _safe_early_urgent(message: Any, fallback: str) -> dict[str, Any] | None:
         try:
-            return early_urgent(message, state.settings, state.services.redflag_classifier, fallback)
+            services = state.services
+            return early_urgent(
+                message, state.settings, services.redflag_classifier, fallback, services.redflag_context
+            )
         except Exception:  # the answer's own screen still runs; the operator sees the traceback
             log.exception("early red-flag screen failed")
             return None

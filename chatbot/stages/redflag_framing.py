@@ -21,7 +21,7 @@ FRAMES: dict[str, list[str]] = {
         "anni fa", "anno fa", "mesi fa", "l anno scorso", "il mese scorso", "mese scorso", "da ragazza",
         "con il primo", "con la prima", "con il mio primo", "con la mia prima", "dopo la prima", "dopo il primo",
         "negli anni", "anni #num", "all epoca", "ai tempi", "sta benissimo", "ora sta bene", "adesso sta bene",
-        "sto bene da",
+        "sto bene da", "back in", "years back",
         "era niente", "non era niente", "mi sono curata", "poi e passato", "poi e passata",
     ],
     "hypothetical": [
@@ -31,6 +31,8 @@ FRAMES: dict[str, list[str]] = {
         "put it on the fridge", "save the number", "cosa fare se", "cosa devo fare se", "cosa si fa se",
         "che si fa se", "se mai", "in caso di", "nel caso", "per il futuro", "essere pronta", "essere preparata",
         "lo chiedo per", "quando bisogna", "quando si deve", "salvare in rubrica", "in rubrica",
+        "if ever", "if i ever", "if she ever", "if he ever", "if my baby ever", "if my child ever",
+        "before it happens", "prima che succeda", "se un giorno", "se dovesse",
     ],
     "study": [
         "how common", "how often does", "what are the signs", "what are the symptoms", "what is the difference",
@@ -38,7 +40,8 @@ FRAMES: dict[str, list[str]] = {
         "just curious", "out of curiosity", "i read", "i was reading", "statistics", "what causes",
         "how is it treated", "quanto e frequente", "quanto sono frequenti", "quali sono i segni",
         "quali sono i sintomi", "differenza tra", "tesi", "un corso", "faccio un corso", "curiosita", "ho letto",
-        "cosa causa",
+        "cosa causa", "studying", "student", "studentessa", "studio ostetricia", "studio infermieristica",
+        "why is", "why are", "perche sono pericolose", "perche e pericoloso", "perche e pericolosa",
         "come si cura", "come si previene", "che cos e", "cos e",
     ],
 }  # fmt: skip

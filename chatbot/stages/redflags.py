@@ -11,12 +11,16 @@
   is framed as a past event, a hypothetical or a question for study (``redflag_framing``); the primary
   action is the one with the highest score (a rule's action counts as 0.5, so a
   confident classifier chooses between, say, the maternity unit and 999 for heavy bleeding with fainting).
+- With the contextual e5 head (``redflag_context``, on by default when its files are shipped) the classifier
+  is the mix of both models (``with_context``), and a rule on a message framed as past, hypothetical or study
+  counts only when that mix reaches ``framing_veto``.
 - ``urgent_fields(screen, language)``: the answer object's urgent keys (``urgent``, ``urgent_message``,
   ``urgent_action``, ``urgent_links``) from the cards, in the patient's language.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -108,9 +112,57 @@ def rule_flags(text: str) -> list[rules.RedFlag]:
 _DEFAULT = object()
 
 
-def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
-    """Rules OR classifier on the raw message. ``classifier``: a ``RedFlagClassifier``, None for rules only,
-    or (default) the shipped one when its weights are present."""
+def context_score(context: Any, text: str) -> Any:
+    """The contextual head's prediction, or None when the encoder fails (said once on stderr: the screen then
+    runs without the veto, i.e. with more alarms, never with fewer)."""
+    global _CONTEXT_WARNED
+    try:
+        return context.score(text)
+    except Exception as exc:  # noqa: BLE001 - the screen must go on; the veto only removes alarms
+        if not _CONTEXT_WARNED:
+            print(f"red-flag screen: contextual head unavailable, screening without it: {exc}", file=sys.stderr)
+            _CONTEXT_WARNED = True
+        return None
+
+
+_CONTEXT_WARNED = False
+
+
+def with_context(
+    text: str,
+    flags: list[rules.RedFlag],
+    scores: dict[str, float],
+    trace: dict[str, Any],
+    ctx: Any,
+    ngram: Any,
+    meta: dict[str, Any],
+) -> list[rules.RedFlag]:
+    """The classifier's verdict when the contextual head ran: urgent = ``weight`` x head + (1 - ``weight``) x
+    n-gram urgent score (the head alone without the n-gram model) >= ``threshold``, its action the highest
+    mix of both. A rule counts unless that score is below ``veto`` (``framing_veto`` when the message is
+    framed as past, hypothetical or study). Fills ``scores`` and ``trace``; returns the rules that count."""
+    w = float(meta.get("weight", 0.5)) if ngram is not None else 1.0
+    ng_urgent, ng_scores = (ngram.urgent_score, ngram.scores) if ngram is not None else (0.0, ctx.scores)
+    urgent = w * ctx.urgent_score + (1 - w) * ng_urgent
+    mixed = {a: w * ctx.scores[a] + (1 - w) * ng_scores[a] for a in ctx.scores}
+    trace.update(combined=round(urgent, 4), threshold=meta["threshold"], veto=meta["veto"])
+    frames = framing(text) if flags else ()
+    if flags and urgent < float(meta.get("framing_veto", meta["veto"]) if frames else meta["veto"]):
+        trace["vetoed"] = [f.category for f in flags]
+        if frames:
+            trace["framing"] = list(frames)
+        flags = []
+    if urgent >= meta["threshold"]:
+        best = max(mixed, key=lambda a: mixed[a])
+        scores[best] = max(scores[best], mixed[best])
+    return flags
+
+
+def screen(question: Any, classifier: Any = _DEFAULT, context: Any = _DEFAULT) -> Screen:
+    """Rules OR classifier OR contextual head on the raw message, rules and classifier vetoed when the head,
+    reading the whole message, scores it below its ``veto``. ``classifier``: a ``RedFlagClassifier``, None for
+    rules only, or (default) the shipped one; ``context``: a ``redflag_context.ContextScorer``, None for
+    none, or (default) the shipped head when its files are present."""
     start = time.perf_counter()
     text = raw_text(question)
     if not text.strip():
@@ -119,12 +171,19 @@ def screen(question: Any, classifier: Any = _DEFAULT) -> Screen:
         from chatbot.stages.redflag_classifier import shipped_classifier
 
         classifier = shipped_classifier()
+    if context is _DEFAULT:  # rules only (classifier=None) means no trained model at all
+        from chatbot.stages.redflag_context import shipped_context
+
+        context = shipped_context() if classifier is not None else None
     flags = rule_flags(text)
     scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
-    info: dict[str, Any] | None = None
-    if classifier is not None:
-        result = classifier.predict(text)
-        info = result.trace()
+    result = classifier.predict(text) if classifier is not None else None
+    info: dict[str, Any] | None = result.trace() if result is not None else None
+    ctx = context_score(context, text) if context is not None else None
+    if ctx is not None:
+        info = {**(info or {}), "context": ctx.trace()}
+        flags = with_context(text, flags, scores, info["context"], ctx, result, context.head.meta)
+    elif result is not None:
         floor = getattr(classifier, "rule_floor", 0.0)
         if floor and flags and result.urgent_score < floor:
             info["rules_overruled"] = [f.category for f in flags]
