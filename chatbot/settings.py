@@ -664,10 +664,11 @@ class ComposeSettings(_Group):
         " one's. Higher keeps replies short and focused; lower adds context. Scale-free, the same for"
         " any embedder (evaluation/results/replies.md).",
     )
-    answer_scorer: Literal["cues", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
+    answer_scorer: Literal["cues", "cues+trained", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
         default="cues",
         description="Extractive: how the sentence that answers is chosen (it opens the reply). cues: question "
-        "type vs amount/duration/time/reason/rule cues, no model, a few ms; +bi-encoder or +cross-"
+        "type vs amount/duration/time/reason/rule cues, no model, a few ms; +trained: plus a logistic answer "
+        "scorer trained on public train splits (e5-onnx features, models/answer_scorer); +bi-encoder or +cross-"
         "encoder add a model's score (slower); similarity: the older topic-similarity composer "
         "(evaluation/results/replies.md).",
     )

@@ -89,11 +89,13 @@ def compose_answer_first(
     model_ms = None
     if model is not None:
         start = time.perf_counter()
-        scores = list(model(question, [f"{u.heading}: {u.text}" if u.heading else u.text for u in units]))
+        with_heading = getattr(model, "reads_heading", True)
+        texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in units]
+        scores = list(model(question, texts))
         model_ms = round((time.perf_counter() - start) * 1000, 1)
         for u, sc in zip(units, scores, strict=True):
             u.model_score = float(sc)
-    ranked = score_units(question, kind, units)
+    ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False))
     chosen = select_units(question, kind, ranked, max_chars, max_units)
     answer = chosen[0]
     pieces = [
@@ -160,7 +162,16 @@ class CrossEncoderAnswerModel:
 
 def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel | None:
     """The model term of compose.answer_scorer for this question: the embedder's cosine (cues+bi-encoder),
-    the cross-encoder for English questions (cues+cross-encoder), else None (cues alone)."""
+    the cross-encoder for English questions (cues+cross-encoder), the trained answer scorer in both languages
+    (cues+trained: chatbot.stages.answer_trained, on e5-onnx vectors), else None (cues alone)."""
+    if scorer == "cues+trained":
+        cache = services.__dict__.setdefault("_answer_models", {})
+        if "trained" not in cache:
+            from chatbot.embedders import load_embedder
+            from chatbot.stages.answer_trained import EMBEDDER, TrainedAnswerModel
+
+            cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER))
+        return cache["trained"]
     if scorer == "cues+bi-encoder":
         cache = services.__dict__.setdefault("_answer_models", {})
         if "bi-encoder" not in cache:

@@ -1,0 +1,218 @@
+"""The trained answer scorer: its weak labels (train splits only, topical negatives), its features, the
+shipped weights, and how the composer uses its probability."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chatbot.splits import split_of
+from chatbot.stages.answer_cues import QUESTION_TYPES
+from chatbot.stages.answer_trained import (
+    FEATURE_VERSION,
+    WEIGHTS_FILE,
+    TrainedAnswerModel,
+    default_model_dir,
+    pair_features,
+    text_features,
+)
+from chatbot.training.answer_scorer_data import Example, lead_sentence, mediqa_examples, medquad_examples
+
+N_TEXT = len(QUESTION_TYPES) ** 2 + 3
+
+
+def _write(root: Path, queries: list[dict], corpus: list[dict], qrels: list[tuple[str, str, int]]) -> Path:
+    root.mkdir(parents=True)
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    rows = "".join(f"{q}\t{d}\t{s}\n" for q, d, s in qrels)
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows, encoding="utf-8")
+    return root
+
+
+def test_lead_sentence_skips_a_restated_question_a_title_and_a_bare_heading() -> None:
+    assert lead_sentence("How might flu be treated? Rest and fluids help most adults recover.") == (
+        "Rest and fluids help most adults recover."
+    )
+    flu = "Flu is a viral infection of the airways."
+    assert lead_sentence(f"Flu: {flu}", "Flu") == flu
+    assert lead_sentence("Causes: - Too short. Yes.") is None
+
+
+def test_medquad_positive_is_the_lead_sentence_and_negatives_are_the_topics_other_sections(tmp_path) -> None:
+    # FLU_0000002's sections are train questions; NOON_0000001_Sec1 is a test question: its answer never
+    # enters training, not even as a negative
+    assert [split_of(f"FLU_0000002_Sec{i}") for i in (1, 2, 3)] == ["train"] * 3
+    assert split_of("NOON_0000001_Sec1") == "test"
+    corpus = [
+        {"_id": "FLU_0000002_Sec1", "text": "How common is flu? Flu affects about 1 in 10 adults each year."},
+        {"_id": "FLU_0000002_Sec2", "text": "Flu is caused by influenza viruses that spread in droplets."},
+        {"_id": "FLU_0000002_Sec3", "text": "Most people with flu recover within one to two weeks."},
+        {"_id": "NOON_0000001_Sec1", "text": "Noonan syndrome occurs in about 1 in 2,000 people."},
+        {"_id": "NOON_0000001_Sec2", "text": "Noonan syndrome is caused by changes in several genes."},
+    ]
+    queries = [
+        {"_id": "FLU_0000002_Sec1", "text": "How many people are affected by flu ?"},
+        {"_id": "NOON_0000001_Sec1", "text": "How many people are affected by Noonan syndrome ?"},
+    ]
+    qrels = [("FLU_0000002_Sec1", "FLU_0000002_Sec1", 1), ("NOON_0000001_Sec1", "NOON_0000001_Sec1", 1)]
+    root = _write(tmp_path / "medquad", queries, corpus, qrels)
+
+    examples = medquad_examples(root, random.Random(0))
+
+    question = "How many people are affected by flu ?"
+    assert [(e.sentence, e.label) for e in examples if e.label == 1] == [
+        ("Flu affects about 1 in 10 adults each year.", 1)
+    ]
+    negatives = {e.sentence for e in examples if e.label == 0}
+    assert {e.question for e in examples} == {question}  # the test question gives nothing
+    assert "Noonan syndrome occurs in about 1 in 2,000 people." not in negatives  # judged for a test question
+    assert {
+        "Flu is caused by influenza viruses that spread in droplets.",
+        "Most people with flu recover within one to two weeks.",
+    } <= negatives  # the same topic, another section: on the subject, not the answer
+    assert negatives - {
+        "Flu is caused by influenza viruses that spread in droplets.",
+        "Most people with flu recover within one to two weeks.",
+    } <= {"Noonan syndrome is caused by changes in several genes."}  # at most one other topic's lead
+
+
+def test_mediqa_grades_give_labels_for_the_english_and_the_italian_question(tmp_path) -> None:
+    assert (split_of("train_alexa-1"), split_of("train_alexa-2")) == ("train", "test")
+    corpus = [
+        {"_id": "a1", "title": "Flu", "text": "Flu: Flu is a viral infection of the nose and lungs."},
+        {"_id": "a2", "title": "Colds", "text": "Colds: A cold is a mild infection of the nose."},
+        {"_id": "a3", "title": "Flu", "text": "Flu vaccines are offered every autumn to adults."},
+        {"_id": "b1", "title": "Rash", "text": "A rash is a change of the skin's colour or texture."},
+    ]
+    qrels = [("train_alexa-1", "a1", 2), ("train_alexa-1", "a2", 0), ("train_alexa-1", "a3", 1)]
+    qrels += [("train_alexa-2", "b1", 2)]
+    en = _write(
+        tmp_path / "mediqa",
+        [{"_id": "train_alexa-1", "text": "What is flu?"}, {"_id": "train_alexa-2", "text": "What is a rash?"}],
+        corpus,
+        qrels,
+    )
+    it = tmp_path / "mediqa-it"
+    it.mkdir()
+    (it / "queries.jsonl").write_text(
+        json.dumps({"_id": "train_alexa-1", "text": "Cos'è l'influenza?", "text_en": "What is flu?"}) + "\n",
+        encoding="utf-8",
+    )
+
+    examples = mediqa_examples(en, it)
+
+    flu, cold = "Flu is a viral infection of the nose and lungs.", "A cold is a mild infection of the nose."
+    it_question = "Cos'è l'influenza?"
+    assert examples == [
+        Example("train_alexa-1", "mediqa", "What is flu?", flu, 1),
+        Example("train_alexa-1", "mediqa-it", it_question, flu, 1),
+        Example("train_alexa-1", "mediqa", "What is flu?", cold, 0),
+        Example("train_alexa-1", "mediqa-it", it_question, cold, 0),
+    ]  # a3 (grade 3, correct but incomplete) is neither; the test question train_alexa-2 gives nothing
+
+
+def test_pair_features_are_product_difference_cosine_then_type_cues() -> None:
+    q = np.asarray([1.0, 0.0, 0.0], dtype=np.float32)
+    s = np.asarray([[0.6, 0.8, 0.0]], dtype=np.float32)
+    question = "How much green tea can I drink a day?"
+    sentence = "Have no more than 4 cups of green tea a day."
+
+    row = pair_features(q, s, question, [sentence])[0]
+
+    assert row.shape == (3 + 3 + 1 + N_TEXT,)
+    assert row[:3].tolist() == pytest.approx([0.6, 0.0, 0.0])  # q * s
+    assert row[3:6].tolist() == pytest.approx([0.4, 0.8, 0.0])  # |q - s|
+    assert row[6] == pytest.approx(0.6)  # cosine
+    cues = row[7 : 7 + 36].reshape(6, 6)
+    how_much = QUESTION_TYPES.index("how_much")
+    assert cues[how_much, how_much] == 1.0  # an amount and a limit, for a "how much" question
+    assert not np.delete(cues, how_much, axis=0).any()  # the other question types' rows stay 0
+    overlap, length, is_question = row[-3:]
+    assert overlap == pytest.approx(1 / 2)  # of the question's content words "green" and "drink", "green"
+    assert length == pytest.approx(math.log1p(len(sentence)) / 6.0)
+    assert is_question == 0.0
+    assert text_features(question, ["Is it tea?"])[0, -1] == 1.0
+
+
+def _weights(tmp_path: Path, coef: np.ndarray, intercept: float, version: int = FEATURE_VERSION) -> Path:
+    n = coef.shape[0]
+    np.savez(
+        tmp_path / WEIGHTS_FILE,
+        coef=coef.astype(np.float32),
+        intercept=np.float32(intercept),
+        mean=np.zeros(n, dtype=np.float32),
+        scale=np.ones(n, dtype=np.float32),
+        meta=np.asarray(json.dumps({"feature_version": version})),
+    )
+    return tmp_path
+
+
+def test_a_weights_file_scores_by_its_coefficients_and_embeds_each_sentence_once(tmp_path, fake_embedder) -> None:
+    dim = fake_embedder.dim
+    coef = np.zeros(2 * dim + 1 + N_TEXT)
+    coef[2 * dim] = 4.0  # the cosine only
+    model = TrainedAnswerModel(fake_embedder, _weights(tmp_path, coef, -2.0))
+    texts = ["Fever in babies needs a doctor.", "Sleep on the back.", "Fever in babies needs a doctor."]
+
+    probs = model("My baby has a fever", texts)
+
+    # the fake embedder: the question and "fever" sentence share the fever axis (cosine 1); sleep: cosine 0
+    high, low = 1 / (1 + math.exp(-2.0)), 1 / (1 + math.exp(2.0))
+    assert probs.tolist() == pytest.approx([high, low, high])
+    model("Is fever dangerous?", texts)
+    assert fake_embedder.passages == texts[:2]  # each sentence embedded once per process
+
+
+def test_missing_or_stale_weights_fail_with_a_clear_message(tmp_path, fake_embedder) -> None:
+    with pytest.raises(FileNotFoundError, match="python -m chatbot.training.answer_scorer"):
+        TrainedAnswerModel(fake_embedder, tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="feature version 0"):
+        TrainedAnswerModel(fake_embedder, _weights(tmp_path, np.zeros(3), 0.0, version=0))
+
+
+def test_the_shipped_weights_fit_e5_features(fake_embedder) -> None:
+    model = TrainedAnswerModel(fake_embedder, default_model_dir())
+
+    assert model.coef.shape == model.mean.shape == model.scale.shape == (2 * 384 + 1 + N_TEXT,)
+    assert (model.meta["embedder"], model.meta["feature_version"]) == ("e5-onnx", FEATURE_VERSION)
+    assert model.meta["examples"] > 1000 and 0 < model.meta["positives"] < model.meta["examples"]
+    assert (default_model_dir() / "README.md").is_file()
+    assert (default_model_dir() / WEIGHTS_FILE).stat().st_size < 1_000_000
+
+
+def test_the_composer_adds_the_probability_as_it_is_on_the_bare_sentence() -> None:
+    from chatbot.index import Hit
+    from chatbot.stages.answer_first import compose_answer_first
+    from chatbot.stages.answer_select import W_TRAINED
+    from corpus.model import Segment
+
+    seen: list[str] = []
+
+    class Model:
+        reads_heading = False
+        probability = True
+
+        def __call__(self, question, texts):
+            seen.extend(texts)
+            return [0.9 if "4 cups" in t else 0.2 for t in texts]
+
+    seg = Segment(
+        id="tea#0",
+        doc_id="tea",
+        text="Green tea contains caffeine. Have no more than 4 cups a day.",
+        title="Green tea",
+        source_url="https://example.org/tea",
+        position=0,
+        heading="How much",
+    )
+    out = compose_answer_first("How much green tea can I drink?", [Hit(seg, 1.0, {})], model=Model())
+
+    assert seen == ["Green tea contains caffeine.", "Have no more than 4 cups a day."]  # no "How much: " prefix
+    assert out.text.startswith("Have no more than 4 cups a day.")
+    assert out.detail["answer"]["parts"]["model"] == pytest.approx(W_TRAINED * 0.9)  # not min-max (that gives 1.0)
