@@ -90,6 +90,12 @@ def compose(question: str, *segments: Segment, model=None):
         ("Perché sono stanca?", "why"),
         ("Cosa devo fare se ho la febbre?", "what_to_do"),
         ("Posso bere tè in gravidanza?", "yes_no"),
+        # "does it go away?" wants when it ends or how long it lasts; "when does it go away?" stays "when"
+        ("Does gestational diabetes go away after birth?", "how_long"),
+        ("Il diabete gestazionale va via dopo il parto?", "how_long"),
+        ("Le smagliature scompaiono?", "how_long"),
+        ("Quando passa la nausea?", "when"),
+        ("Is passing urine often normal?", "yes_no"),
     ],
 )
 def test_question_types_in_english_and_italian(question: str, kind: str) -> None:
@@ -233,3 +239,37 @@ def test_a_first_document_that_never_names_what_was_asked_does_not_give_the_answ
     # and "No amount of wine is known to be safe" stays out although its card ranked first: it says no "tea"
     assert out.text == "Have no more than 4 cups of green tea a day."
     assert (out.detail["answer"]["doc_id"], out.detail["answer"]["parts"]["topic"]) == ("tea", 1.0)
+
+
+DIABETE = "Diabete gestazionale"
+DIABETE_RISCHI = seg(
+    "diabete",
+    0,
+    "Rischi",
+    "Se non è controllato, il diabete gestazionale può far crescere troppo il bambino e rendere il parto più "
+    "difficile. Il diabete gestazionale è frequente.",
+    DIABETE,
+    "it",
+)
+DIABETE_DOPO = seg(
+    "diabete",
+    1,
+    "Dopo la nascita",
+    "Nella maggior parte dei casi scompare dopo il parto, ma va seguito con attenzione. Fai una visita di controllo.",
+    DIABETE,
+    "it",
+)
+
+
+def test_an_italian_does_it_go_away_question_opens_with_when_it_ends() -> None:
+    out = compose_answer_first(
+        "Il diabete gestazionale va via dopo il parto?",
+        hits(DIABETE_RISCHI, DIABETE_DOPO),
+        "it",
+        document_segments=lambda doc_id: [DIABETE_RISCHI, DIABETE_DOPO],
+    )
+
+    # typed yes/no it opened with the risks (the question's words "diabete gestazionale", "parto"); typed
+    # how_long, "scompare" is the cue: the sentence that says it goes away, and nothing else qualifies it
+    assert out.detail["answer"]["question_type"] == "how_long"
+    assert out.text == "Nella maggior parte dei casi scompare dopo il parto, ma va seguito con attenzione."

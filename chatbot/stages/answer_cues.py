@@ -39,6 +39,16 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # "does it go away (after the birth)?" (not "when does it go away": that is "when"): the answer says
+        # when it ends or how long it lasts
+        "how_long",
+        re.compile(
+            r"\bgo(?:es)? away\b|\bwears? off\b|\bva(?:nno)? via\b|\bse ne va(?:nno)?\b|\bpassa(?:no)?\b|"
+            r"\bscompa(?:re|iono|rir)\w*|\bsparisc\w*",
+            re.I,
+        ),
+    ),
+    (
         "how_much",
         re.compile(
             r"\bhow (?:much|many)\b|\bwhat (?:amount|dose|temperature|level)\b|\bquant[oaie]\b|\bche dose\b|"
