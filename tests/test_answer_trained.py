@@ -216,3 +216,21 @@ def test_the_composer_adds_the_probability_as_it_is_on_the_bare_sentence() -> No
     assert seen == ["Green tea contains caffeine.", "Have no more than 4 cups a day."]  # no "How much: " prefix
     assert out.text.startswith("Have no more than 4 cups a day.")
     assert out.detail["answer"]["parts"]["model"] == pytest.approx(W_TRAINED * 0.9)  # not min-max (that gives 1.0)
+
+
+def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_languages(monkeypatch, fake_embedder) -> None:
+    import types
+
+    import chatbot.embedders
+    from chatbot.stages.answer_first import answer_model_for
+
+    asked: list[str] = []
+    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: asked.append(kind) or fake_embedder)
+    services = types.SimpleNamespace()
+
+    english = answer_model_for(services, "cues+trained", "en")
+    italian = answer_model_for(services, "cues+trained", "it")
+
+    assert isinstance(english, TrainedAnswerModel) and italian is english
+    assert asked == ["e5-onnx"]  # the vectors the head was fitted on, whatever the pipeline's embedder
+    assert answer_model_for(services, "cues", "en") is None
