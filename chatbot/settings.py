@@ -666,10 +666,9 @@ class ComposeSettings(_Group):
     )
     answer_scorer: Literal["cues", "cues+trained", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
         default="cues",
-        description="Extractive: how the sentence that answers is chosen (it opens the reply). cues: question "
-        "type vs amount/duration/time/reason/rule cues, no model, a few ms; +trained: plus a logistic answer "
-        "scorer trained on public train splits (e5-onnx features, models/answer_scorer); +bi-encoder or +cross-"
-        "encoder add a model's score (slower); similarity: the older topic-similarity composer "
+        description="Extractive: how the answering sentence (it opens the reply) is chosen. cues: question type "
+        "vs amount/time/reason/rule cues, no model, ms; +trained (models/answer_scorer), +bi-encoder, "
+        "+cross-encoder add a model's score (slower); similarity: the older topic composer "
         "(evaluation/results/replies.md).",
     )
     stream_draft: bool = Field(
