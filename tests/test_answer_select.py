@@ -273,3 +273,22 @@ def test_an_italian_does_it_go_away_question_opens_with_when_it_ends() -> None:
     # how_long, "scompare" is the cue: the sentence that says it goes away, and nothing else qualifies it
     assert out.detail["answer"]["question_type"] == "how_long"
     assert out.text == "Nella maggior parte dei casi scompare dopo il parto, ma va seguito con attenzione."
+
+
+def test_a_qualifying_sentence_after_the_answer_joins_whatever_the_model_gave_it() -> None:
+    def unit(text: str, first: int, p: float) -> Candidate:
+        return Candidate(text, "alcohol", "alcohol#0", 0, 0, first, first, model_score=p)
+
+    question = "I drank wine before I knew I was pregnant, what should I do?"
+    units = [
+        unit("If you are worried about the wine you drank, talk to your midwife.", 0, 0.9),
+        unit("Stop drinking now: that is the most important thing.", 1, 0.1),
+        unit("Wine is made from grapes.", 2, 0.1),
+    ]
+    ranked = score_units(question, "what_to_do", units, raw_model=True)
+    # the model made the first sentence the answer; the instruction after it is judged on what it says (its
+    # cues and words), not on the model's 0.1: it joins; the grapes sentence (no cue) does not
+    assert [u.text for u in select_units(question, "what_to_do", ranked)] == [
+        "If you are worried about the wine you drank, talk to your midwife.",
+        "Stop drinking now: that is the most important thing.",
+    ]
