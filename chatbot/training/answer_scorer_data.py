@@ -14,7 +14,8 @@ topical on purpose:
   related (qrels 0) a negative, for the English and for the Italian question.
 
 Only queries whose ``chatbot.splits.split_of`` is 'train' are used, and no sentence of a document judged for
-a test query. Texts stay in memory (and in the vector cache outside the repository); none is committed.
+a test query. Texts stay in memory (the vector cache outside the repository keys vectors by hash); none is
+committed.
 """
 
 from __future__ import annotations
