@@ -10,7 +10,7 @@ from chatbot.answer_object import answer_first_links, answer_trace, certified_li
 from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
 from chatbot.pipeline import Services, optional_llm, run_pipeline, stage_event
 from chatbot.question_input import InvalidQuestion, validate_question
-from chatbot.stages.relevance import relevance, threshold_for, without_urgent_fillers
+from chatbot.stages.relevance import gate, threshold_for, without_urgent_fillers
 from chatbot.stages.route import route
 
 MAX_ANSWERS = 3  # answers composed for one question when linked documents keep being withdrawn meanwhile
@@ -124,14 +124,7 @@ def _answer(
     result = run_pipeline(pipeline, query, services)
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = without_urgent_fillers(result, services)
-    name, score, threshold = relevance(result.top, services, lang.language, positive=chosen.positive)
-    relevant = bool(result.top) and (score is None or threshold is None or score >= threshold)
-    safety_trace["relevance"] = {
-        "score": None if score is None else round(score, 4),
-        "scorer": name,
-        "threshold": threshold,
-        "relevant": relevant,
-    }
+    relevant, safety_trace["relevance"] = gate(query, result, services, lang.language, positive=chosen.positive)
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
         total = (time.perf_counter() - start) * 1000

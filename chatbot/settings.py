@@ -737,6 +737,17 @@ class SafetySettings(_Group):
         "relevant even when it does not answer (0.845, 0.785; evaluation/results/redteam-thresholds-"
         "crossencoder.md).",
     )
+    relevance_gate: Literal["classifier", "threshold"] = Field(
+        default="classifier",
+        description="How 'no certified information' is decided. classifier: a logistic regression over the "
+        "bi-encoder cosines, the cross-encoder's score of the links, lexical overlap, language and length "
+        "(relevance_gate_model; evaluation/results/relevance-gate.md); an embedder it was not fitted for "
+        "falls back to the threshold, said in the trace. threshold: relevance_score against min_relevance_*.",
+    )
+    relevance_gate_model: Path = Field(
+        default=resources.shipped_model("relevance-gate") / "gate.json",
+        description="The classifier gate's coefficients per embedder (python -m evaluation.redteam.gate_fit).",
+    )
     min_relevance_cross_encoder: float = Field(
         default=0.3448,
         description="With relevance_score=cross-encoder: no certified information below this score (0-1); 0.3448 "

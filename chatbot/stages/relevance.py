@@ -1,7 +1,10 @@
-"""The "no certified information" gate: the best relevance score of the top documents against the threshold
-measured for the embedder (or the cross-encoder), with urgent cards kept out of the links as fillers."""
+"""The "no certified information" gate: by default a small classifier over the pipeline's scores
+(chatbot.stages.relevance_gate), or the best relevance score of the top documents against the threshold
+measured for the embedder (or the cross-encoder); urgent cards kept out of the links as fillers."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult, Services
@@ -47,3 +50,76 @@ def threshold_for(table: dict[str, float], services: Services, name: str) -> flo
     if kind not in table:
         raise ValueError(f"{name} has no threshold for embedder {kind!r}; measure one (evaluation/redteam)")
     return table[kind]
+
+
+def gate(
+    question: str, result: RetrievalResult, services: Services, language: str = "en", positive: str | None = None
+) -> tuple[bool, dict[str, Any]]:
+    """(relevant, trace) for one answer: safety.relevance_gate=classifier decides on the features of
+    chatbot.stages.relevance_gate (an embedder without a fitted classifier falls back to the threshold, and the
+    trace says so); threshold: ``relevance`` against its threshold. The trace keeps the threshold's view
+    (score, scorer, threshold) beside the classifier's (probability, features)."""
+    from chatbot.stages.relevance_gate import describe, load_gate
+
+    safety = services.settings.safety
+    name, score, threshold = relevance(result.top, services, language, positive=positive)
+    by_threshold = bool(result.top) and (score is None or threshold is None or score >= threshold)
+    trace: dict[str, Any] = {
+        "gate": "threshold",
+        "score": None if score is None else round(score, 4),
+        "scorer": name,
+        "threshold": threshold,
+    }
+    if safety.relevance_gate == "threshold" or not result.top:
+        return by_threshold, {**trace, "relevant": by_threshold}
+    try:
+        model = load_gate(str(safety.relevance_gate_model), services.settings.embedding.model)
+    except ValueError as exc:
+        if "has no relevance gate for embedder" not in str(exc):
+            raise
+        return by_threshold, {**trace, "relevant": by_threshold, "note": f"{exc}: threshold gate used"}
+    features = classifier_features(question, result, services, language, positive)
+    if features is None:
+        return by_threshold, {**trace, "relevant": by_threshold, "note": "no bi-encoder scores: threshold gate"}
+    trace["features"] = describe(features)
+    p = model.probability(features)
+    relevant = p >= model.threshold
+    return relevant, {
+        **trace,
+        "gate": "classifier",
+        "probability": round(p, 4),
+        "probability_threshold": model.threshold,
+        "relevant": relevant,
+    }
+
+
+_LEXICONS: dict[int, tuple[Any, Any]] = {}
+
+
+def corpus_lexicon(services: Services) -> Any:
+    """The lexicon (chatbot.stages.relevance_gate.Lexicon) of the services' index, built once per BM25 index
+    (the BM25 retriever holds every segment already); None for services without an index."""
+    from chatbot.stages.relevance_gate import lexicon_of
+
+    bm25 = getattr(services, "bm25", None)
+    if bm25 is None:
+        return None
+    cached = _LEXICONS.get(id(bm25))
+    if cached is None or cached[0] is not bm25:
+        cached = (bm25, lexicon_of(bm25.segments))
+        _LEXICONS.clear()  # one live index per process is the rule; never hold an old one
+        _LEXICONS[id(bm25)] = cached
+    return cached[1]
+
+
+def classifier_features(
+    question: str, result: RetrievalResult, services: Services, language: str, positive: str | None = None
+) -> dict[str, float] | None:
+    """The classifier gate's features of one answer (chatbot.stages.relevance_gate.gate_features) with the
+    services' cross-encoder and corpus lexicon."""
+    from chatbot.stages.relevance_gate import gate_features
+
+    cross_encoder = getattr(services, "cross_encoder", None)
+    return gate_features(
+        question, result.top, result.ranked, language, cross_encoder, positive, corpus_lexicon(services)
+    )

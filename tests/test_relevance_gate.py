@@ -1,0 +1,240 @@
+"""The classifier relevance gate on hand-made feature vectors, hits and gate files: exact decisions."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from chatbot.index import Hit
+from chatbot.settings import Settings
+from chatbot.stages.relevance import gate
+from chatbot.stages.relevance_gate import (
+    FEATURES,
+    GateModel,
+    gate_features,
+    lexical_overlap,
+    lexicon_of,
+    load_gate,
+    parse_gate,
+    unmatched_rare,
+)
+from corpus.model import Segment
+
+
+def seg(doc_id: str, text: str, title: str = "", language: str = "en") -> Segment:
+    return Segment(
+        id=f"{doc_id}#1",
+        doc_id=doc_id,
+        text=text,
+        title=title,
+        source_url=f"https://example.org/{doc_id}",
+        position=0,
+        language=language,
+    )
+
+
+def vector(**values: float) -> dict[str, float]:
+    return {f: values.get(f, 0.0) for f in FEATURES}
+
+
+# A gate that weighs only the best cosine (+10 per unit above 0.85) and the cross-encoder (+4 per unit above 0.5).
+MODEL = GateModel(
+    "e5-onnx",
+    coef=tuple(10.0 if f == "dense_best" else 4.0 if f == "cross_encoder" else 0.0 for f in FEATURES),
+    intercept=0.0,
+    mean=tuple(0.85 if f == "dense_best" else 0.5 if f == "cross_encoder" else 0.0 for f in FEATURES),
+    scale=tuple(1.0 for _ in FEATURES),
+    threshold=0.5,
+)
+
+
+@pytest.mark.parametrize(
+    ("dense", "ce", "probability", "relevant"),
+    [
+        (0.85, 0.5, 0.5, True),  # exactly at the threshold: answered
+        (0.86, 0.5, 1 / (1 + math.exp(-0.1)), True),
+        (0.84, 0.5, 1 / (1 + math.exp(0.1)), False),
+        # a cosine below the old bar answered because the cross-encoder is sure: 10*(-0.01) + 4*0.4 = 1.5
+        (0.84, 0.9, 1 / (1 + math.exp(-1.5)), True),
+        # a high cosine refused because the cross-encoder rules the links out: 10*0.02 + 4*(-0.45) = -1.6
+        (0.87, 0.05, 1 / (1 + math.exp(1.6)), False),
+    ],
+)
+def test_probability_and_decision_on_hand_made_vectors(dense, ce, probability, relevant):
+    features = vector(dense_best=dense, cross_encoder=ce, lexical=0.7)
+    assert MODEL.probability(features) == pytest.approx(probability, abs=1e-12)
+    assert MODEL.relevant(features) is relevant
+
+
+def test_a_missing_feature_is_a_clear_error():
+    features = vector()
+    del features["lexical"]
+    with pytest.raises(ValueError, match=r"features missing \['lexical'\]"):
+        MODEL.probability(features)
+
+
+def _doc(**entry) -> dict:
+    n = len(FEATURES)
+    base = {"coef": [0.0] * n, "intercept": 0.0, "mean": [0.0] * n, "scale": [1.0] * n, "threshold": 0.5}
+    return {"features": list(FEATURES), "models": {"e5-onnx": {**base, **entry}}}
+
+
+def test_parse_gate_reads_the_embedders_entry_and_rejects_bad_files():
+    model = parse_gate(_doc(intercept=-1.25, threshold=0.4), "e5-onnx")
+    assert model.intercept == -1.25
+    assert model.threshold == 0.4
+    assert model.probability(vector()) == pytest.approx(1 / (1 + math.exp(1.25)))
+    with pytest.raises(ValueError, match="no relevance gate for embedder 'minilm'"):
+        parse_gate(_doc(), "minilm")
+    with pytest.raises(ValueError, match="differ from this code's"):
+        parse_gate({**_doc(), "features": ["dense_best"]}, "e5-onnx")
+    with pytest.raises(ValueError, match=r"e5-onnx.coef must hold 10 numbers"):
+        parse_gate(_doc(coef=[1.0]), "e5-onnx")
+    with pytest.raises(ValueError, match="scale must be positive"):
+        parse_gate(_doc(scale=[0.0] * len(FEATURES)), "e5-onnx")
+
+
+def test_the_shipped_gate_file_loads_for_e5_onnx():
+    settings = Settings()
+    model = load_gate(str(settings.safety.relevance_gate_model), "e5-onnx")
+    assert len(model.coef) == len(FEATURES)
+    assert 0.0 < model.threshold < 1.0
+    # the classifier weighs the cross-encoder and the cosine up, an unmatched rare word down
+    weights = dict(zip(FEATURES, model.coef, strict=True))
+    assert weights["dense_best"] > 0 and weights["cross_encoder"] > 0 and weights["unmatched_rare"] < 0
+
+
+def test_lexical_overlap_counts_content_words_by_prefix_in_both_languages():
+    caffeine = seg("caffeine", "Limit caffeine to 200 mg a day in pregnancy.", "Caffeine limits in pregnancy")
+    cibo = seg("cibo", "In gravidanza limita il caffè a 200 mg al giorno.", "Alimentazione in gravidanza", "it")
+    # content words drink, coffee, while, pregnant: only "pregnant" matches ("pregnancy", same 5-letter prefix)
+    assert lexical_overlap("Can I drink coffee while pregnant?", [Hit(caffeine, 1.0)]) == pytest.approx(1 / 4)
+    # bere, caffè (folded: caffe), gravidanza: the Italian card has caffe and gravi(danza), the English one caffe
+    assert lexical_overlap("Posso bere caffè in gravidanza?", [Hit(caffeine, 1.0), Hit(cibo, 0.9)]) == pytest.approx(
+        2 / 3
+    )
+    assert lexical_overlap("the and of?", [Hit(caffeine, 1.0)]) == 0.0
+
+
+def test_rare_words_weigh_more_and_a_word_the_corpus_never_uses_is_flagged():
+    docs = [
+        seg("a", "Symptoms of anaemia in pregnancy.", "Anaemia"),
+        seg("b", "Symptoms of pre-eclampsia in pregnancy.", "Pre-eclampsia"),
+        seg("c", "Coffee and caffeine.", "Caffeine"),
+    ]
+    lex = lexicon_of(docs)
+    assert lex.segments == 3
+    assert lex.df["sympt"] == 2 and lex.df["coffe"] == 1 and "glauc" not in lex.df
+    idf = {w: math.log(1 + 3 / (1 + lex.df.get(w, 0))) for w in ("sympt", "glauc")}
+    links = [Hit(docs[0], 1.0), Hit(docs[1], 0.9)]
+    # "symptoms of glaucoma": only the common word "symptoms" is in the links
+    assert lexical_overlap("symptoms of glaucoma", links, lex) == pytest.approx(
+        idf["sympt"] / (idf["sympt"] + idf["glauc"])
+    )
+    assert lexical_overlap("symptoms of glaucoma", links) == pytest.approx(0.5)  # unweighted
+    assert unmatched_rare("symptoms of glaucoma", links, lex) == pytest.approx(1.0)  # never in the corpus
+    assert unmatched_rare("coffee symptoms", links, lex) == pytest.approx(math.log(1 + 3 / 2) / math.log(4))
+    assert unmatched_rare("anaemia symptoms", links, lex) == 0.0
+    assert unmatched_rare("symptoms of glaucoma", links, None) == 0.0
+
+
+class FakeCrossEncoder:
+    name = "cross-encoder"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def score(self, question, hits):
+        self.calls.append((question, [h.segment.doc_id for h in hits]))
+        return np.array([0.25 + 0.1 * i for i in range(len(hits))])
+
+
+def test_features_of_hand_made_hits():
+    docs = [seg(f"d{i}", f"text {i}", f"Title {i}") for i in range(6)]
+    ranked = [Hit(d, 1.0, {"dense": 0.9 - 0.02 * i}) for i, d in enumerate(docs)]
+    ce = FakeCrossEncoder()
+    f = gate_features("asthma at night", ranked[:3], ranked, "it", ce)
+    assert f["dense_best"] == pytest.approx(0.9)
+    assert f["dense_second"] == pytest.approx(0.88)
+    assert f["dense_margin"] == pytest.approx(0.9 - (0.84 + 0.82 + 0.80) / 3)
+    assert f["cross_encoder"] == pytest.approx(0.45)
+    assert f["cross_encoder_it"] == pytest.approx(0.45)
+    assert f["italian"] == 1.0
+    assert f["length"] == pytest.approx(math.log(3))  # asthma, night -> 2 content words
+    assert f["exclusion"] == 0.0
+    assert ce.calls == [("asthma at night", ["d0", "d1", "d2"])]
+
+
+def test_features_reuse_the_rerank_stages_cross_encoder_scores_and_judge_the_positive_part():
+    docs = [seg(f"d{i}", "iron rich foods: beans, lentils", "Iron") for i in range(4)]
+    ce = FakeCrossEncoder()
+    reranked = [Hit(d, 1.0, {"dense": 0.8, "cross-encoder": 0.1 * (i + 1)}) for i, d in enumerate(docs)]
+    f = gate_features("iron foods", reranked[:3], reranked, "en", ce)
+    assert f["cross_encoder"] == pytest.approx(0.3)
+    assert ce.calls == []  # the English rerank already scored the links
+    # an exclusion question: its positive part's term scores and text, the cross-encoder on the positive part
+    logical = [Hit(d, 1.0, {"dense": 0.7, "term:iron foods": 0.9 - 0.05 * i}) for i, d in enumerate(docs)]
+    f = gate_features("iron foods other than red meat", logical[:3], logical, "en", ce, positive="iron foods")
+    assert f["dense_best"] == pytest.approx(0.9)
+    assert f["dense_second"] == pytest.approx(0.85)
+    assert f["exclusion"] == 1.0
+    assert f["lexical"] == 1.0  # iron, foods
+    assert ce.calls == [("iron foods", ["d0", "d1", "d2"])]
+
+
+def test_no_bi_encoder_scores_means_no_features():
+    hits = [Hit(seg("d0", "x"), 3.2, {"bm25": 3.2})]
+    assert gate_features("q", hits, hits, "en") is None
+
+
+class Result:
+    def __init__(self, top, ranked):
+        self.top, self.ranked = top, ranked
+
+
+class FakeServices:
+    def __init__(self, settings, cross_encoder=None):
+        self.settings = settings
+        self.cross_encoder = cross_encoder
+
+
+def test_gate_decides_with_the_classifier_and_keeps_the_threshold_view(tmp_path):
+    path = tmp_path / "gate.json"
+    n = len(FEATURES)
+    coef = [10.0 if f == "dense_best" else 0.0 for f in FEATURES]
+    mean = [0.85 if f == "dense_best" else 0.0 for f in FEATURES]
+    doc = {"coef": coef, "intercept": 0.0, "mean": mean, "scale": [1.0] * n, "threshold": 0.5}
+    path.write_text(json.dumps({"features": list(FEATURES), "models": {"e5-onnx": doc}}))
+    settings = Settings(embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": path})
+    hits = [Hit(seg(f"d{i}", "t"), 1.0, {"dense": 0.86 - 0.01 * i}) for i in range(3)]
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings))
+    # the threshold gate (e5-onnx: 0.87) would refuse; the classifier answers (10 * 0.01 = 0.1 > 0)
+    assert relevant is True
+    assert trace["gate"] == "classifier"
+    assert trace["probability"] == round(1 / (1 + math.exp(-0.1)), 4)
+    assert trace["score"] == 0.86 and trace["threshold"] == 0.87
+    settings = Settings(
+        embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": path, "relevance_gate": "threshold"}
+    )
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings))
+    assert relevant is False
+    assert trace == {"gate": "threshold", "score": 0.86, "scorer": "dense", "threshold": 0.87, "relevant": False}
+
+
+def test_an_embedder_without_a_fitted_gate_falls_back_to_its_threshold_and_says_so(tmp_path):
+    settings = Settings(embedding={"model": "minilm"})
+    hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.5})]
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings))
+    assert relevant is True  # minilm's English threshold is 0.49
+    assert trace["gate"] == "threshold"
+    assert "no relevance gate for embedder 'minilm'" in trace["note"]
+
+
+def test_a_missing_gate_file_is_a_clear_error(tmp_path):
+    settings = Settings(embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": tmp_path / "none.json"})
+    hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.9})]
+    with pytest.raises(FileNotFoundError, match="relevance gate file .*none.json does not exist"):
+        gate("q", Result(hits, hits), FakeServices(settings))

