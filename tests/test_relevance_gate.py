@@ -190,6 +190,13 @@ def test_no_bi_encoder_scores_means_no_features():
     assert gate_features("q", hits, hits, "en") is None
 
 
+class ZeroCrossEncoder:
+    name = "cross-encoder"
+
+    def score(self, question, hits):
+        return np.zeros(len(hits))
+
+
 class Result:
     def __init__(self, top, ranked):
         self.top, self.ranked = top, ranked
@@ -211,6 +218,8 @@ def test_gate_decides_with_the_classifier_and_keeps_the_threshold_view(tmp_path)
     settings = Settings(embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": path})
     hits = [Hit(seg(f"d{i}", "t"), 1.0, {"dense": 0.86 - 0.01 * i}) for i in range(3)]
     relevant, trace = gate("q", Result(hits, hits), FakeServices(settings))
+    assert (relevant, trace["note"]) == (False, "no cross-encoder: threshold gate used")  # fitted with one
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings, ZeroCrossEncoder()))
     # the threshold gate (e5-onnx: 0.87) would refuse; the classifier answers (10 * 0.01 = 0.1 > 0)
     assert relevant is True
     assert trace["gate"] == "classifier"
@@ -219,7 +228,7 @@ def test_gate_decides_with_the_classifier_and_keeps_the_threshold_view(tmp_path)
     settings = Settings(
         embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": path, "relevance_gate": "threshold"}
     )
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings))
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(settings, ZeroCrossEncoder()))
     assert relevant is False
     assert trace == {"gate": "threshold", "score": 0.86, "scorer": "dense", "threshold": 0.87, "relevant": False}
 
@@ -237,4 +246,4 @@ def test_a_missing_gate_file_is_a_clear_error(tmp_path):
     settings = Settings(embedding={"model": "e5-onnx"}, safety={"relevance_gate_model": tmp_path / "none.json"})
     hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.9})]
     with pytest.raises(FileNotFoundError, match="relevance gate file .*none.json does not exist"):
-        gate("q", Result(hits, hits), FakeServices(settings))
+        gate("q", Result(hits, hits), FakeServices(settings, ZeroCrossEncoder()))

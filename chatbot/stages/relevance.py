@@ -78,6 +78,8 @@ def gate(
         if "has no relevance gate for embedder" not in str(exc):
             raise
         return by_threshold, {**trace, "relevant": by_threshold, "note": f"{exc}: threshold gate used"}
+    if getattr(services, "cross_encoder", None) is None:  # fitted with the shipped cross-encoder's scores
+        return by_threshold, {**trace, "relevant": by_threshold, "note": "no cross-encoder: threshold gate used"}
     features = classifier_features(question, result, services, language, positive)
     if features is None:
         return by_threshold, {**trace, "relevant": by_threshold, "note": "no bi-encoder scores: threshold gate"}

@@ -48,8 +48,8 @@ def load_items(path: Path) -> list[dict[str, Any]]:
         elif "question" in r and "key_phrases" in r:
             in_scope = True
         elif "expected_status" in r:
-            if r["expected_status"] not in ("answered", "no_certified_info"):
-                continue
+            if r["expected_status"] not in ("answered", "no_certified_info") or r.get("language") not in ("en", "it"):
+                continue  # alternatives, invalid input, safe replies, other languages: not the gate's question
             in_scope = r["expected_status"] == "answered"
         else:
             raise ValueError(f"{path}:{lineno}: neither in_scope, a reply-set row nor a red-team row")
