@@ -745,7 +745,7 @@ class SafetySettings(_Group):
         "falls back to the threshold, said in the trace. threshold: relevance_score against min_relevance_*.",
     )
     relevance_gate_model: Path = Field(
-        default=resources.shipped_model("relevance-gate") / "gate.json",
+        default=resources.shipped_model("relevance_gate") / "gate.json",
         description="The classifier gate's coefficients per embedder (python -m evaluation.redteam.gate_fit).",
     )
     min_relevance_cross_encoder: float = Field(

@@ -1,6 +1,6 @@
 """The "no certified information" gate as a small calibrated classifier: a logistic regression over scores the
 pipeline already has (bi-encoder cosines, the cross-encoder's score of the links, lexical overlap, language,
-length), with its coefficients shipped as data (models/relevance-gate/gate.json, fitted by
+length), with its coefficients shipped as data (models/relevance_gate/gate.json, fitted by
 ``python -m evaluation.redteam.gate_fit``)."""
 
 from __future__ import annotations

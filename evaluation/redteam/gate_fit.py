@@ -12,7 +12,7 @@ pipeline, links, cross-encoder: the product's features), against the demo cards 
 ``/tmp/redteam-EMBEDDER``. A logistic regression on standardised features (``chatbot.stages.relevance_gate``),
 each (language, class) group weighted equally; C chosen by cross-validated log-loss (5 folds x 3 seeds), the
 probability threshold by the mean balanced accuracy of the two languages. Writes the coefficients of this embedder into
-``models/relevance-gate/gate.json`` (other embedders' entries kept) and prints the cross-validated numbers.
+``models/relevance_gate/gate.json`` (other embedders' entries kept) and prints the cross-validated numbers.
 
     CHATBOT_EMBEDDING__MODEL=e5-onnx python -m evaluation.redteam.gate_fit
 """
@@ -37,7 +37,7 @@ from evaluation.splits import split_of
 
 PROG = "python -m evaluation.redteam.gate_fit"
 GATE_DEV = Path(str(files("evaluation.redteam") / "gate_dev.jsonl"))
-GATE_FILE = shipped_model("relevance-gate") / "gate.json"
+GATE_FILE = shipped_model("relevance_gate") / "gate.json"
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
@@ -65,6 +65,7 @@ def features_of(rows: list[dict[str, Any]], data_dir: Path, log=print) -> list[d
     composing a reply; also whether the threshold gate answered. Skips what ``answer`` would not search
     (unsupported language, nothing left to search)."""
     from chatbot.content_gate import gate_result
+    from chatbot.language import detect_language
     from chatbot.pipeline import Services, run_pipeline
     from chatbot.settings import load_settings
     from chatbot.stages import safety as sf
@@ -77,7 +78,7 @@ def features_of(rows: list[dict[str, Any]], data_dir: Path, log=print) -> list[d
     for i, r in enumerate(rows):
         if i % 25 == 0:
             log(f"{i}/{len(rows)}")
-        lang = sf.detect_language(r["text"], settings.safety.language_min_evidence)
+        lang = detect_language(r["text"], min_confidence=settings.safety.language_min_confidence)
         query = sf.retrieval_text(r["text"])
         if not lang.supported or not query:
             continue
