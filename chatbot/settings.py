@@ -739,10 +739,9 @@ class SafetySettings(_Group):
     )
     relevance_gate: Literal["classifier", "threshold"] = Field(
         default="classifier",
-        description="How 'no certified information' is decided. classifier: a logistic regression over the "
-        "bi-encoder cosines, the cross-encoder's score of the links, lexical overlap, language and length "
-        "(relevance_gate_model; evaluation/results/relevance-gate.md); an embedder it was not fitted for "
-        "falls back to the threshold, said in the trace. threshold: relevance_score against min_relevance_*.",
+        description="'No certified information' by classifier (logistic regression over cosines, cross-encoder "
+        "score, lexical overlap, language; relevance_gate_model, relevance-gate.md; an unfitted embedder falls "
+        "back to threshold, in the trace) or threshold (relevance_score vs min_relevance_*).",
     )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",
