@@ -502,6 +502,14 @@ class LogicalSettings(_Group):
         description="Look only for the NOT term's words that the positive part does not use (the lexical "
         "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
     )
+    mention_scorer: Literal["lexical", "trained", "both"] = Field(
+        default="lexical",
+        description="P(a candidate discusses a NOT term): lexical (its words in one sentence), trained (the head "
+        "in models/mention_head on the stored e5 vectors: chatbot/logical/mention_head.py) or both (the larger).",
+    )
+    mention_head_shift: float = Field(
+        default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."
+    )
 
 
 class StoreSettings(_Group):

@@ -37,11 +37,20 @@ GRID: dict[str, list[Any]] = {
     "mention_drop_shared": [True, False],
     "constraint": [(False, 0.0), (True, 0.5)],  # (mention_constraint, mention_positive_min)
 }
+# The trained head (issue 19 item 2, logical-negation-trained.md): which scorer, how hard it demotes, and the
+# head's logit shift; the lexical knobs stay at their defaults (chosen by GRID above).
+HEAD_GRID: dict[str, list[Any]] = {
+    "mention_scorer": ["lexical", "trained", "both"],
+    "mention_weight": [0.1, 0.3, 0.6, 0.9],
+    "mention_head_shift": [-1.0, 0.0, 1.0, 2.0],
+}
+GRIDS = {"mention": GRID, "head": HEAD_GRID}
 
 
 def _changes(point: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in point.items() if k != "constraint"}
-    out["mention_constraint"], out["mention_positive_min"] = point["constraint"]
+    if "constraint" in point:
+        out["mention_constraint"], out["mention_positive_min"] = point["constraint"]
     return out
 
 
@@ -184,9 +193,12 @@ def run_select(args: argparse.Namespace) -> Path:
         }
     ]
     print(json.dumps(rows[-1]), flush=True)
-    keys = list(GRID)
-    for combo in itertools.product(*GRID.values()):
+    grid = GRIDS[args.grid]
+    keys = list(grid)
+    for combo in itertools.product(*grid.values()):
         changes = dict(zip(keys, combo, strict=True))
+        if changes.get("mention_scorer") == "lexical" and changes.get("mention_head_shift", 0.0) != 0.0:
+            continue  # the shift only moves the trained head
         config = LogicalConfig(**{**base.__dict__, "mention": True, **_changes(changes)})
         rows.append({"variant": "mention", **changes, **evaluate_config(services, judged, config)})
         print(json.dumps(rows[-1]), flush=True)
@@ -201,7 +213,7 @@ def run_select(args: argparse.Namespace) -> Path:
         "",
         f"{len(judged.queries)} questions of the `{args.split}` split (chatbot/splits.py); embedder "
         f"{services.embedder.name}, reranker {services.settings.rerank.kind}, index {json.dumps(index)}. Grid "
-        f"{json.dumps(GRID)}, other knobs at their defaults. Criterion: Success@1, then MRR@10, then nDCG@10.",
+        f"{json.dumps(grid)}, other knobs at their defaults. Criterion: Success@1, then MRR@10, then nDCG@10.",
         "",
         f"**Chosen: {json.dumps(chosen)}**",
         "",
@@ -266,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--limit", type=int, default=None)
     s.add_argument("--name", default="logical-negation-selection")
     s.add_argument("--cache", type=Path, default=None, help="pickle of query vectors and reranker scores (reused)")
+    s.add_argument("--grid", choices=sorted(GRIDS), default="mention", help="mention: lexical knobs; head: trained")
     r = sub.add_parser("report", help="Success@1 by number of exclusions for harness runs")
     r.add_argument("runs", nargs="+", help="REPORT:PIPELINE[=LABEL] as for evaluation.compare_runs")
     r.add_argument("--data", type=Path, default=SHARED / "negconstraint")

@@ -10,6 +10,7 @@ from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
 TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
+MENTION_SCORERS = ("lexical", "trained", "both")
 
 
 @dataclass
@@ -54,6 +55,8 @@ class LogicalConfig:
     mention_constraint: bool = False
     mention_positive_min: float = 0.0
     mention_drop_shared: bool = False
+    mention_scorer: str = "lexical"
+    mention_head_shift: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -66,6 +69,8 @@ class LogicalConfig:
             raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
         if self.ce_candidates < 1:
             raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
+        if self.mention_scorer not in MENTION_SCORERS:
+            raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
 
 
 # Settings fields copied as they are; and_op/or_op/not_op build ``ops``.
@@ -86,6 +91,8 @@ _SETTING_FIELDS = (
     "mention_constraint",
     "mention_positive_min",
     "mention_drop_shared",
+    "mention_scorer",
+    "mention_head_shift",
     "final",
     "per_term_k",
     "include_question",

@@ -41,6 +41,8 @@ class MentionKnobs:
     constraint: bool = False
     positive_min: float = 0.0
     drop_shared: bool = False
+    scorer: str = "lexical"  # lexical | trained | both (the larger P)
+    head_shift: float = 0.0
 
     def calibration(self) -> Calibration:
         return Calibration(self.tau_entity, self.tau_concept, self.lam)
@@ -61,19 +63,42 @@ class Mentions:
         return np.max(np.vstack(list(self.probs.values())), axis=0)
 
 
-def detect_mentions(query: Node, hits: list[Hit], knobs: MentionKnobs) -> Mentions:
-    """Mention probabilities of every NOT term of ``query`` in every candidate segment."""
+def detect_mentions(
+    query: Node,
+    hits: list[Hit],
+    knobs: MentionKnobs,
+    term_vectors: dict[str, np.ndarray] | None = None,
+    passage_vectors: np.ndarray | None = None,
+) -> Mentions:
+    """Mention probabilities of every NOT term of ``query`` in every candidate segment.
+
+    ``knobs.scorer`` "lexical": the term's words in one sentence, calibrated; "trained": the shipped head
+    (``mention_head``) on the term's vector and the candidates' stored vectors (both needed), σ(logit − shift);
+    "both": the larger of the two per candidate."""
     passages = [sentence_stems(h.segment.text) for h in hits]
     cal = knobs.calibration()
     probs: dict[str, np.ndarray] = {}
     raw: dict[str, MentionScores] = {}
     kinds: dict[str, str] = {}
+    head = None
+    if knobs.scorer != "lexical":
+        if term_vectors is None or passage_vectors is None:
+            raise ValueError(f"mention scorer {knobs.scorer!r} needs the term and candidate vectors")
+        from chatbot.logical.mention_head import load_head
+
+        head = load_head()
     for t in negative_terms(query):
         tw = term_words(t, " ".join(positive_terms(query)), knobs.drop_shared)
         raw[t] = mention_scores(tw, passages, knobs.beta)
         kinds[t] = tw.kind
         # no word of the term in any sentence: no mention at all (not the calibration's small floor)
-        probs[t] = np.where(raw[t].score > 0, cal(raw[t].score, tw.kind), 0.0)
+        lexical = np.where(raw[t].score > 0, cal(raw[t].score, tw.kind), 0.0)
+        if head is None:
+            probs[t] = lexical
+            continue
+        logits = head.logits(term_vectors[t], passage_vectors) - knobs.head_shift
+        trained = 1.0 / (1.0 + np.exp(-np.clip(logits, -500, 500)))
+        probs[t] = trained if knobs.scorer == "trained" else np.maximum(lexical, trained)
     return Mentions(probs, raw, kinds)
 
 

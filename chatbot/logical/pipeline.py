@@ -79,6 +79,8 @@ def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
         config.mention_constraint,
         config.mention_positive_min,
         config.mention_drop_shared,
+        config.mention_scorer,
+        config.mention_head_shift,
     )
 
 
@@ -145,8 +147,10 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     if not candidates:
         return RetrievalResult(question, [], [], [], timings, {"logical": logical_info})
 
+    stored: dict[str, np.ndarray] = {}
+
     def cosine_scores() -> dict[str, np.ndarray]:
-        cand_vecs = candidate_vectors(services, candidates)
+        cand_vecs = stored["candidates"] = candidate_vectors(services, candidates)
         vecs = orthogonal_negations(query, names, term_vecs) if config.orthogonal_not else term_vecs
         sims = np.asarray(cand_vecs, dtype=np.float64) @ np.asarray(vecs, dtype=np.float64).T
         return {t: sims[:, j] for j, t in enumerate(names)}
@@ -189,7 +193,12 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
     mentions = None
     if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
-        mentions = timed(timings, "mentions", lambda: exclusion.detect_mentions(query, candidates, knobs(config)))
+        vecs = {t: term_vecs[names.index(t)] for t in negative_terms(query)}
+        mentions = timed(
+            timings,
+            "mentions",
+            lambda: exclusion.detect_mentions(query, candidates, knobs(config), vecs, stored["candidates"]),
+        )
         final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
     n_llm = n_ce = 0
