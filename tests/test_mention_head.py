@@ -121,3 +121,18 @@ def test_shipped_head_prefers_the_passage_about_the_term(e5, term, about_term, a
     v = e5.embed_passages([about_term, about_other])
     p = head.probs(t, v)
     assert p[0] > p[1], f"P(discusses {term}) {p[0]:.3f} for the passage about it, {p[1]:.3f} for vitamin B6"
+
+
+def test_shipped_head_sees_ginger_described_without_its_name(e5) -> None:
+    # English only: the Italian paraphrase scores at vitamin B6's level (models/mention_head/README.md)
+    head = load_head()
+    t = e5.embed_queries(["ginger"])[0]
+    v = e5.embed_passages(
+        [
+            "A pungent, knobbly root used in Asian cooking, often grated into hot water or candied, can settle a "
+            "queasy stomach.",
+            "Vitamin B6 (pyridoxine) tablets are often suggested by doctors for morning sickness in pregnancy.",
+        ]
+    )
+    p = head.probs(t, v)
+    assert p[0] > p[1], f"P(discusses ginger) {p[0]:.3f} for the described root, {p[1]:.3f} for vitamin B6"
