@@ -12,10 +12,10 @@ Pairs (term X, text) with a label 1 (the text discusses X) or 0:
 - MEDIQA-it train questions (Italian, templated "Cos'è X?", "Quali sono i sintomi di X?", ...): the Italian
   focus against the English relevant answers (1) and another topic's answers (0): cross-lingual.
 
-Features and head: ``chatbot.logical.mention_head``. Logistic regression (scikit-learn, L2, C chosen on a
-validation fifth of the train questions, by hash of the question id; pooled validation AUC); the shipped head is refitted on all
-pairs with that C. Writes models/mention_head/head.npz and metrics.json. Needs the e5-onnx embedder and the
-NegConstraint index (``python -m evaluation.bench_negation select`` builds it).
+Features and head: ``chatbot.logical.mention_head``. Logistic regression (scikit-learn, L2, C chosen by the
+pooled AUC on a validation fifth of the train questions, by hash of the question id); the shipped head is
+refitted on all pairs with that C. Writes models/mention_head/head.npz and metrics.json. Needs the e5-onnx
+embedder and the NegConstraint index (``python -m evaluation.bench_negation select`` builds it).
 
     CHATBOT_EMBEDDING__MODEL=e5-onnx nice -n 10 python -m evaluation.train_mention_head
 """
