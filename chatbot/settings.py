@@ -504,9 +504,8 @@ class LogicalSettings(_Group):
     )
     mention_scorer: Literal["lexical", "trained", "both"] = Field(
         default="lexical",
-        description="P(a candidate discusses a NOT term): lexical (its words in one sentence), trained (the head "
-        "in models/mention_head on the stored e5 vectors: chatbot/logical/mention_head.py) or both (the larger). "
-        "trained: NegConstraint test Success@1 0.519 -> 0.494, n.s. (evaluation/results/logical-negation-trained.md).",
+        description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (models/"
+        "mention_head on stored e5 vectors; test S@1 0.519 -> 0.494, logical-negation-trained.md) or both.",
     )
     mention_head_shift: float = Field(
         default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."
