@@ -8,7 +8,13 @@ ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False GRADIO_ANALYTICS_ENABLED=False
 
 WORKDIR /app
-# dependencies first (a code change does not reinstall them); editable, so settings find corpus/ and models/
+# Dependencies first, from the lock only (a code change does not reinstall them): requirements/serve.lock is
+# the base install plus [postgres], every package pinned with its sha256 (no training, plotting or test stacks).
+# It pins torch==2.13.0+cpu, the CPU build, found on PyTorch's CPU index; a CUDA build cannot match its hash.
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+COPY requirements/serve.lock requirements/serve.lock
+RUN pip install --require-hashes --extra-index-url "$TORCH_INDEX" -r requirements/serve.lock
+# then the project itself, editable (settings find corpus/ and models/), no dependencies, the locked setuptools
 COPY pyproject.toml README.md ./
 COPY chatbot chatbot
 COPY corpus corpus
@@ -16,7 +22,7 @@ COPY evaluation evaluation
 COPY ui ui
 COPY prompts prompts
 COPY models models
-RUN pip install torch==2.13.0 && pip install -e . \
+RUN pip install --no-deps --no-build-isolation -e . \
     && useradd --system --uid 10001 --home-dir /data chatbot && mkdir -p /data && chown chatbot /data
 
 USER chatbot

@@ -13,15 +13,32 @@ export GRADIO_ANALYTICS_ENABLED := False
 # no daemon), build tools for llama.cpp.
 APT_PACKAGES := chromium postgresql haproxy docker-compose cmake ninja-build build-essential
 
-.PHONY: install system-deps llm run ask serve test lint clean-index doctor deploy-up deploy-down
+.PHONY: install lock system-deps llm run ask serve test lint clean-index doctor deploy-up deploy-down
 
-$(BIN)/.installed: pyproject.toml
+# Everything from the lock (every package pinned with its sha256; pip refuses anything else), then the project
+# itself without dependencies (--no-build-isolation: built with the locked setuptools, nothing unlocked fetched).
+# The lock pins torch==2.13.0+cpu, the CPU build: here pip takes it from the wheel on disk (find-links), elsewhere
+# add PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu; a CUDA torch cannot match its hash.
+# requirements/dev.lock = base + [eval,train,postgres,dev]; requirements/serve.lock = base + [postgres] (the
+# Dockerfile). `make lock` regenerates both after a change in pyproject.toml (docs/deployment.md, Dependencies).
+LOCK := requirements/dev.lock
+PIP := $(BIN)/pip --disable-pip-version-check
+
+$(BIN)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(PIP) install -q --require-hashes -r $(LOCK)
+	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 install: $(BIN)/.installed
+
+# pip-tools (in the dev extra); dev.lock first, then serve.lock seeded from it so both pin the same versions.
+COMPILE = $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	--no-emit-find-links
+lock: install
+	$(COMPILE) --extra eval --extra train --extra postgres --extra dev -o requirements/dev.lock pyproject.toml
+	cp requirements/dev.lock requirements/serve.lock
+	$(COMPILE) --extra postgres -o requirements/serve.lock pyproject.toml
 
 # Installs only what is missing (apt needs root, as on this project's machines).
 system-deps:
@@ -65,6 +82,7 @@ deploy-down:
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/deptry .
 
 test: llm
 	$(BIN)/ruff check .

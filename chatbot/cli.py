@@ -18,6 +18,42 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
+def require_extra(extra: str) -> None:
+    """Exit with the install command when an optional extra's packages are missing (a base install).
+
+    The extra's requirements come from pyproject.toml in a source checkout, else from the installed
+    distribution's metadata; with neither, nothing is checked.
+    """
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from chatbot.resources import source_root
+
+    root = source_root()
+    if root is not None and (root / "pyproject.toml").is_file():
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        requires = project.get("optional-dependencies", {}).get(extra, [])
+    else:
+        try:
+            installed = [Requirement(r) for r in importlib.metadata.requires("certified-chatbot") or []]
+        except importlib.metadata.PackageNotFoundError:
+            return
+        requires = [str(r) for r in installed if r.marker is not None and r.marker.evaluate({"extra": extra})]
+    missing = []
+    for name in (Requirement(r).name for r in requires):
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        raise SystemExit(
+            f"error: this command needs the [{extra}] extra, not installed here (missing: {', '.join(missing)}): "
+            f"pip install 'certified-chatbot[{extra}]', or `make install` (requirements/dev.lock) in a checkout"
+        )
+
+
 def _settings():
     from chatbot.settings import load_settings
 
@@ -76,12 +112,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    require_extra("eval")
     from evaluation.harness import main_retrieval
 
     return main_retrieval(args)
 
 
 def cmd_train_reranker(args: argparse.Namespace) -> int:
+    require_extra("train")
     from chatbot.training.reranker import main as train_main
 
     return train_main(args.rest)
@@ -119,6 +157,7 @@ def cmd_export_qrels(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_replies(args: argparse.Namespace) -> int:
+    require_extra("eval")
     from evaluation.bench_replies import main_replies
 
     return main_replies(args)
@@ -140,6 +179,7 @@ def cmd_eval_create(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
+    require_extra("eval")
     from evaluation.likert import main_report
 
     return main_report(args)

@@ -125,3 +125,13 @@ def test_the_dockerfile_builds_the_supported_python_runs_as_a_user_and_checks_re
             *sources, _dest = arg.split()
             for source in sources:
                 assert (PROJECT_ROOT / source).exists(), source
+
+
+def test_the_dockerfile_installs_the_serving_lock_with_hashes_then_the_project_without_dependencies():
+    text = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
+    runs = [ln.split(None, 1)[1] for ln in text.splitlines() if ln.startswith("RUN ")]
+    installs = [cmd for run in runs for cmd in run.split("&&") if "pip install" in cmd]
+    assert len(installs) == 2, installs
+    assert "--require-hashes" in installs[0] and "-r requirements/serve.lock" in installs[0]
+    assert "--no-deps" in installs[1] and re.search(r"-e \.\s*$", installs[1]), installs[1]
+    assert (PROJECT_ROOT / "requirements" / "serve.lock").is_file()
