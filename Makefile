@@ -33,6 +33,7 @@ $(BIN)/.installed: pyproject.toml $(LOCK)
 install: $(BIN)/.installed
 
 # pip-tools (in the dev extra); dev.lock first, then serve.lock seeded from it so both pin the same versions.
+# Never edit a pin by hand: pip-compile keeps a pinned line's old hashes (or add --no-reuse-hashes).
 COMPILE = $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
 	--no-emit-find-links
 lock: install

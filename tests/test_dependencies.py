@@ -128,7 +128,7 @@ def test_the_locks_pin_every_pyproject_pin_with_hashes_and_the_cpu_torch():
         assert req.specifier.contains(dev[canonicalize_name(req.name)][0]), (line, dev.get(req.name))
         if line in PROJECT["dependencies"] or line in PROJECT["optional-dependencies"]["postgres"]:
             assert req.specifier.contains(serve[canonicalize_name(req.name)][0]), (line, serve.get(req.name))
-    assert {name: version for name, (version, _h) in serve.items() if dev.get(name, ("",))[0] != version} == {}
+    assert {name: pin for name, pin in serve.items() if dev.get(name) != pin} == {}  # same versions, same hashes
     assert dev["torch"][0] == serve["torch"][0] == "2.13.0+cpu"
     assert [n for n in dev if n.startswith(("nvidia-", "triton", "cuda"))] == []
     assert sorted(NOT_SERVED & set(serve)) == []
