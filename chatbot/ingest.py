@@ -40,7 +40,7 @@ def ingest_paths(
             bar.refresh()
 
         report = services.index.sync(
-            segments, batch_size=settings.index.batch_size, progress=bar.update, planned=set_total
+            segments, batch_size=settings.index.batch_size, progress=bar.update, planned=set_total, log=log
         )
     rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
     return {

