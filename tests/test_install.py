@@ -97,7 +97,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     wheel = next(dist.glob("certified_chatbot-*.whl"))
     _run([*pip, "install", "--no-deps", "--no-compile", "--target", str(site), str(wheel)], tmp, _env())
     print(f"wheel {wheel.stat().st_size / 1e6:.1f} MB, built and installed in {time.perf_counter() - start:.1f} s")
-    return {"wheel": wheel, "site": site, "work": work, "data": tmp / "data"}
+    return {"wheel": wheel, "site": site, "work": work, "data": tmp / "data", "cache": tmp / "cache"}
 
 
 def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed):
@@ -131,7 +131,9 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
 
 def test_the_installed_copy_answers_from_another_directory_with_its_shipped_models(installed):
     site, work = installed["site"], installed["work"]
-    env = _env(PYTHONPATH=str(site), CHATBOT_PATHS__DATA_DIR=str(installed["data"]))
+    # an empty cache: the default embedder (e5-onnx) is built on first use, as after `pip install .`
+    cache = installed["cache"]
+    env = _env(PYTHONPATH=str(site), CHATBOT_PATHS__DATA_DIR=str(installed["data"]), CERTIFIED_CHATBOT_CACHE=str(cache))
     where = _run(
         [
             sys.executable,
@@ -155,15 +157,23 @@ def test_the_installed_copy_answers_from_another_directory_with_its_shipped_mode
     assert Path(results) == work / "results"
 
     chatbot = [sys.executable, "-m", "chatbot.cli"]
-    # A few installed cards keep the test short (e5 embeds every segment); the urgent cards are read from the
-    # installed folder itself (safety.urgent_cards).
+    # A few installed cards keep the test short; the urgent cards are read from the installed folder itself
+    # (safety.urgent_cards). The first ingest builds e5 (~30 s, more on a busy machine) with a one-line notice.
     ingest = [str(Path(cards) / f"{name}.md") for name in INGESTED]
-    ingested = json.loads(_run([*chatbot, "ingest", *ingest, "--quiet"], work, env).stdout.strip().splitlines()[-1])
-    assert ingested["documents"] == len(INGESTED)
+    first = _run([*chatbot, "ingest", *ingest, "--quiet"], work, env, timeout=900)
+    ingested = json.loads(first.stdout.strip().splitlines()[-1])
+    assert (ingested["documents"], ingested["embedding_model"]) == (len(INGESTED), "multilingual-e5-small-onnx-int8")
+    e5 = cache / "models" / "e5-small"
+    assert f"building the e5 model into {e5} (not built): once, offline, about 30 s" in first.stderr.splitlines()
+    assert sorted(json.loads((e5 / "build.json").read_text(encoding="utf-8"))["files"]) == sorted(
+        p.relative_to(e5).as_posix() for p in e5.rglob("*") if p.is_file() and p.name != "build.json"
+    )
 
     batch = work / "questions.jsonl"
     batch.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in QUESTIONS.items()), encoding="utf-8")
-    out = _run([*chatbot, "ask", "--batch", str(batch), "--pipeline", "naive", "--quiet"], work, env).stdout
+    asked = _run([*chatbot, "ask", "--batch", str(batch), "--pipeline", "naive", "--quiet"], work, env)
+    assert "building the e5 model" not in asked.stderr  # built once
+    out = asked.stdout
     answers = {a["id"]: a for a in (json.loads(line) for line in out.splitlines() if line.strip())}
     folic, urgent = answers["folic"], answers["urgent"]
     assert (folic["status"], folic["urgent"], [link["url"] for link in folic["links"]]) == ("answered", False, FOLIC)
