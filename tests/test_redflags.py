@@ -498,13 +498,13 @@ def test_the_shipped_context_head_keeps_calm_messages_calm(text, vetoed):
 
 
 @shipped
-@pytest.mark.xfail(
-    strict=True,
-    reason="known false alarm: hashed n-grams read 'I want to be' as 'I want to die' (0.97); the e5 head's 0.02 "
-    "leaves the mix at 0.5, above its threshold 0.47",
-)
-def test_known_false_alarm_a_wish_to_be_prepared():
-    assert screen("What should I do if my toddler ever swallows a battery? I want to be prepared").urgent is False
+@shipped_context
+def test_a_wish_to_be_prepared_is_not_an_alarm():
+    # was a known false alarm (n-grams read "I want to be" as "I want to die"): a hypothetical message
+    # (redflag_framing) needs the contextual head to agree, and the head scores it 0.02
+    result = screen("What should I do if my toddler ever swallows a battery? I want to be prepared")
+    assert result.urgent is False
+    assert result.classifier["context"]["framing"] == ["hypothetical"]
 
 
 @shipped

@@ -23,6 +23,12 @@ FRAMES: dict[str, list[str]] = {
         "negli anni", "anni #num", "all epoca", "ai tempi", "sta benissimo", "ora sta bene", "adesso sta bene",
         "sto bene da", "back in", "years back",
         "era niente", "non era niente", "mi sono curata", "poi e passato", "poi e passata",
+        "when she was", "when he was", "when i was", "pregnant with me", "incinta di me", "quando era incinta",
+        "quando ero", "da piccola", "da piccolo", "da bambina", "da bambino", "as a child", "as a toddler",
+        "as a baby", "as a kid", "last summer", "last winter", "last spring", "l estate scorsa",
+        "l inverno scorso", "la primavera scorsa", "recovered", "never again", "mai piu", "si e ripreso",
+        "si e ripresa", "mi sono ripresa", "a #num anni", "my first baby", "il mio primo",
+        "la mia prima gravidanza", "my last pregnancy", "nella scorsa gravidanza", "ricoverata",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
@@ -33,6 +39,14 @@ FRAMES: dict[str, list[str]] = {
         "lo chiedo per", "quando bisogna", "quando si deve", "salvare in rubrica", "in rubrica",
         "if ever", "if i ever", "if she ever", "if he ever", "if my baby ever", "if my child ever",
         "before it happens", "prima che succeda", "se un giorno", "se dovesse",
+        "what would", "what will", "what happens if", "what if", "what should * do if", "what do * do if",
+        "suppose", "supposing", "imagine", "if i get", "if i got", "if i were", "if i had", "if i started",
+        "if i start", "if it happens", "if that happens", "just want a plan", "planning ahead",
+        "plan ahead", "in advance", "learn before", "before he arrives", "before she arrives",
+        "cosa dovrei fare se", "cosa faccio se", "cosa fa * se", "cosa fanno * se", "se avessi", "se fossi",
+        "se iniziassi", "se dovessi", "se mi venisse", "se mi venissero", "se mi succedesse", "se succedesse",
+        "se si rompono", "per sapere", "per essere pronta", "per essere pronto", "voglio solo saperlo",
+        "solo avere un piano", "per prepararmi", "supponiamo", "mettiamo che", "in anticipo", "cosa succede se",
     ],
     "study": [
         "how common", "how often does", "what are the signs", "what are the symptoms", "what is the difference",
@@ -43,6 +57,8 @@ FRAMES: dict[str, list[str]] = {
         "cosa causa", "studying", "student", "studentessa", "studio ostetricia", "studio infermieristica",
         "why is", "why are", "perche sono pericolose", "perche e pericoloso", "perche e pericolosa",
         "come si cura", "come si previene", "che cos e", "cos e",
+        "can you overdose", "is it possible to", "si puo andare", "e possibile", "sto scrivendo", "articolo",
+        "article", "writing a", "research", "ricerca",
     ],
 }  # fmt: skip
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from chatbot.stages import redflag_scope as scope
 from chatbot.stages.text_match import Lexicon, Match, clause_fires, find_terms, tokens
 
 # -- red flags -------------------------------------------------------------------------------------
@@ -224,10 +225,40 @@ class RedFlag:
     evidence: tuple[str, ...]  # the matched terms
 
 
-def detect_red_flags(text: str, max_tokens: int = 400) -> list[RedFlag]:
-    """Urgent situations described in the text (English or Italian), one entry per category."""
-    toks = tokens(text)[:max_tokens]
+# Symptom concepts a negation can cancel ("no bleeding", "nessun dolore"). Not SELF_HARM (a denial next to a
+# crisis is no reassurance), not the movement concepts (reduced movements are said with "no"/"non").
+NEGATABLE = frozenset(
+    "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
+    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE".split()
+)
+SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
+NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
+
+
+def _scoped_terms(text: str, max_tokens: int) -> tuple[list[str], list[int], dict[str, list[Match]]]:
+    """Tokens, their clauses and every concept's matches, negated symptom terms removed and a negation word
+    counted as "reduced movements" only in the clause of a movement word."""
+    toks, clauses = scope.clause_tokens(text)
+    toks, clauses = toks[:max_tokens], clauses[:max_tokens]
+    if toks != tokens(text)[:max_tokens]:  # clause splitting changed the tokens: no scope, all terms count
+        toks, clauses = tokens(text)[:max_tokens], [0] * min(len(tokens(text)), max_tokens)
+        neg = [False] * len(toks)
+    else:
+        neg = scope.negated(toks, clauses)
     found = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
+    for name in NEGATABLE:
+        found[name] = [m for m in found[name] if not neg[m.start]]
+    move_clauses = {clauses[m.start] for m in found["MOVE"] + found["KICKS"]}
+    found["REDUCED"] = [
+        m for m in found["REDUCED"] if toks[m.start] not in NEGATION_WORDS or clauses[m.start] in move_clauses
+    ]
+    return toks, clauses, found
+
+
+def detect_red_flags(text: str, max_tokens: int = 400) -> list[RedFlag]:
+    """Urgent situations described in the text (English or Italian), one entry per category; a symptom in
+    the scope of a negation ("no bleeding, no pain") does not count (``redflag_scope``)."""
+    toks, _, found = _scoped_terms(text, max_tokens)
     flags = []
     for category, rules in RED_FLAG_RULES.items():
         if any(found[name] for name in VETO.get(category, ())):
@@ -243,6 +274,14 @@ def detect_red_flags(text: str, max_tokens: int = 400) -> list[RedFlag]:
                 flags.append(RedFlag(category, tuple(" ".join(toks[m.start : m.end]) for m in evidence)))
                 break
     return flags
+
+
+def present_danger(text: str, max_tokens: int = 400) -> bool:
+    """Whether the message states a symptom as happening now ("and now I'm bleeding", "da stamattina"):
+    such a message is not read as past, hypothetical or study (``redflag_scope.present_danger``)."""
+    toks, clauses, found = _scoped_terms(text, max_tokens)
+    symptom_at = sorted({m.start for name in SYMPTOMS for m in found[name]})
+    return scope.present_danger(toks, clauses, symptom_at)
 
 
 # -- fixed urgent-care texts ------------------------------------------------------------------------

@@ -53,6 +53,7 @@ CATEGORY_ACTION: dict[str, str] = {
 
 RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
 MAX_SCREEN_CHARS = 60_000  # beyond this a message is not a patient's question; its start is screened
+FRAMED_THRESHOLD = 0.47  # the head alone decides a framed message (no present danger); chosen on dev v1-v3
 RULE_ACTION_SCORE = 0.5  # a rule's action is primary unless the classifier gives another one more
 
 
@@ -146,13 +147,19 @@ def with_context(
     urgent = w * ctx.urgent_score + (1 - w) * ng_urgent
     mixed = {a: w * ctx.scores[a] + (1 - w) * ng_scores[a] for a in ctx.scores}
     trace.update(combined=round(urgent, 4), threshold=meta["threshold"], veto=meta["veto"])
-    frames = framing(text) if flags else ()
-    if flags and urgent < float(meta.get("framing_veto", meta["veto"]) if frames else meta["veto"]):
+    frames = framing(text)
+    if frames and rules.present_danger(text):  # "...and now I'm bleeding": the present wins over the framing
+        trace["present_danger"] = True
+        frames = ()
+    threshold = meta["threshold"]
+    if frames:  # past, hypothetical or study: the contextual head, reading the whole message, must agree
+        trace["framing"] = list(frames)
+        urgent = min(urgent, ctx.urgent_score)
+        threshold = float(meta.get("framed_threshold", FRAMED_THRESHOLD))
+    if flags and urgent < (threshold if frames else meta["veto"]):
         trace["vetoed"] = [f.category for f in flags]
-        if frames:
-            trace["framing"] = list(frames)
         flags = []
-    if urgent >= meta["threshold"]:
+    if urgent >= threshold:
         best = max(mixed, key=lambda a: mixed[a])
         scores[best] = max(scores[best], mixed[best])
     return flags

@@ -1,0 +1,138 @@
+"""Scope of negation and of present danger in a message, for the red-flag rules (NegEx-style, EN and IT).
+
+- ``clause_tokens(text)``: the message's word tokens (``text_match.tokens``) with, for each token, the number
+  of its clause: clauses end at punctuation (``. , ; : ! ? ( )``, new lines) and at a contrasting or
+  chaining conjunction ("but", "and", "ma", "però", "e" ...).
+- ``negated(toks, clauses)``: which tokens lie inside the scope of a negation ("no", "not", "never",
+  "without", "nessun/nessuna", "niente", "senza", "non ho" ...): from the word after the trigger up to the end
+  of its clause, at most ``SCOPE`` words. Pseudo-negations do not open a scope ("won't stop", "not sure",
+  "no idea", "never had pain like this", "senza sosta", "non ho mai avuto un dolore così").
+- ``present_danger(toks, clauses, symptom_at)``: a time or present-tense cue ("right now", "since this
+  morning", "for 2 hours", "I'm bleeding", "da stamattina", "adesso", "sto perdendo") in the same clause as,
+  or within a few words of, a symptom that is not negated. A message that states a present danger is not
+  read as past, hypothetical or study, whatever else it says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from chatbot.stages.text_match import tokens
+
+SCOPE = 6  # words after a trigger that it can negate (NegEx uses 5-6)
+PRESENT_WINDOW = 6  # words between a present cue and the symptom it makes present
+
+_BOUNDARY = re.compile(r"[.;:!?()\[\]\n]+|,(?!\d)|\s-\s")
+CONJUNCTIONS = frozenset(
+    "but and however although though except apart yet whereas while ma e ed pero pero però tranne pure "
+    "eppure invece mentre anche".split()
+)
+# a trigger opens a scope; (trigger, next word) pairs that are pseudo-negations do not
+TRIGGERS = frozenset("no not never without nessun nessuna nessuno niente nulla senza nemmeno neanche".split())
+PSEUDO_NEXT: dict[str, frozenset[str]] = {
+    "no": frozenset(
+        "longer better worse idea matter way one sign doubt i im she he it my the we they this that".split()
+    ),
+    "not": frozenset(
+        "stop stopping stopped sure know understand only just able go going get getting improve improving help "
+        "helping helped work working touch touching ease easing settle settling want think feel".split()
+    ),
+    "without": frozenset("stopping warning reason any a".split()),
+    "senza": frozenset("sosta motivo fermarsi preavviso tregua".split()),
+    "niente": frozenset("da funziona aiuta passa".split()),
+}
+# "never had pain like this": the comparison makes it a present symptom, not a negated one
+COMPARATIVE = ("like this", "like that", "this bad", "so bad", "before", "cosi", "del genere", "come questo",
+               "come questa", "simile", "prima d ora", "in vita mia", "in my life")  # fmt: skip
+
+# present time or tense: the symptom is happening now
+PRESENT_CUES = (
+    "now", "right now", "at the moment", "currently", "since", "for the last", "for the past", "this morning",
+    "this evening", "this afternoon", "tonight", "last night", "daily", "every day", "all day", "just", "keeps",
+    "keep", "still", "already", "started", "starting", "hour ago", "hours ago", "minutes ago", "mins ago",
+    "hrs ago", "hr ago", "an hour", "#num hours", "#num hrs", "#num mins", "#num minutes", "i ve been",
+    "has been", "have been",
+    "adesso", "ora", "in questo momento", "da stamattina", "da ieri", "da stanotte", "da #num", "da un ora",
+    "da un paio", "stamattina", "stasera", "stanotte", "ogni giorno", "tutti i giorni", "tutto il giorno",
+    "poco fa", "ore fa", "minuti fa", "appena", "continuo", "continua", "ancora",
+)  # fmt: skip
+# present-tense auxiliaries: a cue only when the symptom follows within 3 words ("I'm bleeding", "sto perdendo")
+PRESENT_AUX = ("i m", "i am", "she s", "he s", "she is", "he is", "baby is", "sto", "sta", "stiamo", "mi sta")
+# cues that name a state of being well, not a danger ("I'm fine now", "ora sto bene")
+WELL = frozenset("fine well ok okay better bene meglio tranquilla tranquillo recovered ripreso ripresa".split())
+
+
+def clause_tokens(text: str) -> tuple[list[str], list[int]]:
+    """The tokens of the text and each token's clause number (see the module docstring)."""
+    toks: list[str] = []
+    clauses: list[int] = []
+    clause = 0
+    for segment in _BOUNDARY.split(text):
+        for tok in tokens(segment):
+            if tok in CONJUNCTIONS:
+                clause += 1
+            toks.append(tok)
+            clauses.append(clause)
+        clause += 1
+    return toks, clauses
+
+
+def _phrase_at(toks: Sequence[str], i: int, phrase: str) -> bool:
+    words = phrase.split()
+    if i + len(words) > len(toks):
+        return False
+    return all((w == "#num" and toks[i + j].replace(",", "").replace(".", "").isdigit()) or toks[i + j] == w
+               for j, w in enumerate(words))  # fmt: skip
+
+
+def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
+    """For each token: whether a negation trigger before it in its clause (at most ``SCOPE`` words back)
+    negates it. Italian "non" negates only as "non ho / non c'è / non ci sono / non avevo"."""
+    out = [False] * len(toks)
+    n = len(toks)
+    for i, tok in enumerate(toks):
+        start = None
+        if tok in TRIGGERS:
+            nxt = toks[i + 1] if i + 1 < n else ""
+            if nxt in PSEUDO_NEXT.get(tok, frozenset()):
+                continue
+            start = i + 1
+        elif tok == "non" and i + 1 < n and toks[i + 1] in {"ho", "avevo", "abbiamo", "ha", "c", "ci"}:
+            start = i + 2
+            if toks[start : start + 1] == ["mai"]:
+                start += 1
+        if start is None:
+            continue
+        end = start
+        while end < n and end - start < SCOPE and clauses[end] == clauses[i]:
+            end += 1
+        scope_words = list(toks[start:end])
+        if tok in {"never"} or toks[start - 1 : start] == ["mai"]:
+            rest = list(toks[start : min(n, start + SCOPE + 4)])
+            if any(_phrase_at(rest, k, p) for p in COMPARATIVE for k in range(len(rest))):
+                continue
+        if scope_words:
+            for k in range(start, end):
+                out[k] = True
+    return out
+
+
+def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequence[int]) -> bool:
+    """True when a present cue sits in the clause of a symptom (token positions ``symptom_at``, not negated)
+    or within ``PRESENT_WINDOW`` words of it, and the cue does not describe being well ("I'm fine now")."""
+    if not symptom_at:
+        return False
+    cues: list[tuple[int, int, int]] = []  # start, end, words before the symptom / after it
+    for i in range(len(toks)):
+        cues.extend((i, i + len(p.split()), PRESENT_WINDOW) for p in PRESENT_CUES if _phrase_at(toks, i, p))
+        cues.extend((i, i + len(p.split()), 0) for p in PRESENT_AUX if _phrase_at(toks, i, p))
+    for start, end, before in cues:
+        if any(w in WELL for w in toks[max(0, start - 2) : end + 2]):
+            continue
+        after = PRESENT_WINDOW if before else 3
+        for s in symptom_at:
+            near = (start - before <= s < start) or (end <= s < end + after)
+            if near and clauses[s] == clauses[start]:
+                return True
+    return False
