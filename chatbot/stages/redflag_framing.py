@@ -28,7 +28,7 @@ FRAMES: dict[str, list[str]] = {
         "as a baby", "as a kid", "last summer", "last winter", "last spring", "l estate scorsa",
         "l inverno scorso", "la primavera scorsa", "recovered", "never again", "mai piu", "si e ripreso",
         "si e ripresa", "mi sono ripresa", "a #num anni", "my first baby", "il mio primo",
-        "la mia prima gravidanza", "my last pregnancy", "nella scorsa gravidanza", "ricoverata",
+        "la mia prima gravidanza", "my last pregnancy", "nella scorsa gravidanza",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
@@ -40,7 +40,7 @@ FRAMES: dict[str, list[str]] = {
         "if ever", "if i ever", "if she ever", "if he ever", "if my baby ever", "if my child ever",
         "before it happens", "prima che succeda", "se un giorno", "se dovesse",
         "what would", "what will", "what happens if", "what if", "what should * do if", "what do * do if",
-        "suppose", "supposing", "imagine", "if i get", "if i got", "if i were", "if i had", "if i started",
+        "suppose", "supposing", "imagine if", "if i get", "if i got", "if i were", "if i had", "if i started",
         "if i start", "if it happens", "if that happens", "just want a plan", "planning ahead",
         "plan ahead", "in advance", "learn before", "before he arrives", "before she arrives",
         "cosa dovrei fare se", "cosa faccio se", "cosa fa * se", "cosa fanno * se", "se avessi", "se fossi",

@@ -245,13 +245,16 @@ def _scoped_terms(text: str, max_tokens: int) -> tuple[list[str], list[int], dic
         neg = [False] * len(toks)
     else:
         neg = scope.negated(toks, clauses)
-    found = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
-    for name in NEGATABLE:
-        found[name] = [m for m in found[name] if not neg[m.start]]
-    move_clauses = {clauses[m.start] for m in found["MOVE"] + found["KICKS"]}
-    found["REDUCED"] = [
-        m for m in found["REDUCED"] if toks[m.start] not in NEGATION_WORDS or clauses[m.start] in move_clauses
-    ]
+    raw = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
+    found = {name: [m for m in ms if name not in NEGATABLE or not neg[m.start]] for name, ms in raw.items()}
+    raw_symptoms = {m.start for name in NEGATABLE for m in raw[name]}
+    moves = {m.start for m in found["MOVE"] + found["KICKS"]}
+
+    def negates_a_symptom(m: Match) -> bool:  # "no pain, no bleeding": this "no" is not "no movements"
+        scope_at = [k for k in range(m.end, min(len(toks), m.end + scope.SCOPE)) if clauses[k] == clauses[m.start]]
+        return any(k in raw_symptoms for k in scope_at) and not any(k in moves for k in scope_at)
+
+    found["REDUCED"] = [m for m in found["REDUCED"] if toks[m.start] not in NEGATION_WORDS or not negates_a_symptom(m)]
     return toks, clauses, found
 
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from chatbot.stages.text_match import tokens
 
 SCOPE = 6  # words after a trigger that it can negate (NegEx uses 5-6)
-PRESENT_WINDOW = 6  # words between a present cue and the symptom it makes present
+PRESENT_WINDOW = 8  # words between a present cue and the symptom it makes present
 
-_BOUNDARY = re.compile(r"[.;:!?()\[\]\n]+|,(?!\d)|\s-\s")
+_BOUNDARY = re.compile(r"[;:!?()\[\]\n]+|\.(?!\d)|,(?!\d)|\s-\s")
 CONJUNCTIONS = frozenset(
     "but and however although though except apart yet whereas while ma e ed pero pero però tranne pure "
     "eppure invece mentre anche".split()
@@ -58,7 +58,45 @@ PRESENT_CUES = (
     "poco fa", "ore fa", "minuti fa", "appena", "continuo", "continua", "ancora",
 )  # fmt: skip
 # present-tense auxiliaries: a cue only when the symptom follows within 3 words ("I'm bleeding", "sto perdendo")
-PRESENT_AUX = ("i m", "i am", "she s", "he s", "she is", "he is", "baby is", "sto", "sta", "stiamo", "mi sta")
+PRESENT_AUX = ("i m", "i am", "she s", "he s", "she is", "he is", "baby is", "i have", "i ve got", "she has",
+               "he has", "sto", "sta", "stiamo", "mi sta", "ho un", "ho una", "ho dei", "ho delle", "ho forti",
+               "ha un", "ha una", "i want", "she wants", "he wants", "voglio", "vuole", "vorrei")  # fmt: skip
+# recent time, a danger by itself: "since this morning", "for the last 2 hours", "da ieri", "3 ore fa"
+RECENT_CUES = (
+    "right now",
+    "at the moment",
+    "since yesterday",
+    "since this",
+    "since last night",
+    "since #num",
+    "for the last",
+    "for the past",
+    "in the last",
+    "over the last",
+    "in the past",
+    "hours ago",
+    "hour ago",
+    "minutes ago",
+    "mins ago",
+    "hrs ago",
+    "da ieri",
+    "da stamattina",
+    "da stanotte",
+    "da stasera",
+    "da questa mattina",
+    "da #num ore",
+    "da un ora",
+    "da qualche ora",
+    "negli ultimi",
+    "nelle ultime",
+    "nell ultima",
+    "nell ultimo",
+    "ore fa",
+    "minuti fa",
+    "poco fa",
+    "in questo momento",
+)
+LONG_AGO = frozenset("years year months month anni anno mesi mese pregnancy pregnancies gravidanza".split())
 # cues that name a state of being well, not a danger ("I'm fine now", "ora sto bene")
 WELL = frozenset("fine well ok okay better bene meglio tranquilla tranquillo recovered ripreso ripresa".split())
 
@@ -119,8 +157,15 @@ def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
 
 
 def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequence[int]) -> bool:
-    """True when a present cue sits in the clause of a symptom (token positions ``symptom_at``, not negated)
-    or within ``PRESENT_WINDOW`` words of it, and the cue does not describe being well ("I'm fine now")."""
+    """True when a recent-time cue ("since this morning", "da ieri", "2 hours ago") is anywhere, or a present
+    cue sits in the clause of a symptom (token positions ``symptom_at``, not negated) within
+    ``PRESENT_WINDOW`` words, and the cue does not describe being well ("I'm fine now")."""
+    for i in range(len(toks)):
+        for phrase in RECENT_CUES:
+            if _phrase_at(toks, i, phrase):
+                end = i + len(phrase.split())
+                if not any(w in LONG_AGO for w in toks[max(0, i - 3) : end + 3]):
+                    return True
     if not symptom_at:
         return False
     cues: list[tuple[int, int, int]] = []  # start, end, words before the symptom / after it
@@ -132,7 +177,7 @@ def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequ
             continue
         after = PRESENT_WINDOW if before else 3
         for s in symptom_at:
-            near = (start - before <= s < start) or (end <= s < end + after)
+            near = (start - before <= s < start) or (start <= s < end + after)
             if near and clauses[s] == clauses[start]:
                 return True
     return False
