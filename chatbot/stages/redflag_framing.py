@@ -10,6 +10,8 @@ Italian, matched on folded word tokens (``text_match.tokens``), typos included.
 
 from __future__ import annotations
 
+import re
+
 from chatbot.stages.text_match import Lexicon, find_terms, tokens
 
 FRAMES: dict[str, list[str]] = {
@@ -29,6 +31,8 @@ FRAMES: dict[str, list[str]] = {
         "l inverno scorso", "la primavera scorsa", "recovered", "never again", "mai piu", "si e ripreso",
         "si e ripresa", "mi sono ripresa", "a #num anni", "my first baby", "il mio primo",
         "la mia prima gravidanza", "my last pregnancy", "nella scorsa gravidanza",
+        "tutto ok", "tutto bene", "tutto a posto", "all fine", "all ok", "everything was fine", "died of",
+        "died from", "passed away",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
@@ -40,7 +44,8 @@ FRAMES: dict[str, list[str]] = {
         "if ever", "if i ever", "if she ever", "if he ever", "if my baby ever", "if my child ever",
         "before it happens", "prima che succeda", "se un giorno", "se dovesse",
         "what would", "what will", "what happens if", "what if", "what should * do if", "what do * do if",
-        "suppose", "supposing", "imagine if", "if i get", "if i got", "if i were", "if i had", "if i started",
+        "suppose i had", "suppose i got", "suppose my",
+        "supposing", "imagine if", "if i get", "if i got", "if i were", "if i had", "if i started",
         "if i start", "if it happens", "if that happens", "just want a plan", "planning ahead",
         "plan ahead", "in advance", "learn before", "before he arrives", "before she arrives",
         "cosa dovrei fare se", "cosa faccio se", "cosa fa * se", "cosa fanno * se", "se avessi", "se fossi",
@@ -65,7 +70,40 @@ FRAMES: dict[str, list[str]] = {
 _LEXICON = Lexicon(w for terms in FRAMES.values() for term in terms for w in term.split())
 
 
+# "if I'm ever...", "se dopo il parto mi venissero...": a conditional with "ever" or an Italian past subjunctive
+_SUBJUNCTIVE = re.compile(r"^[a-z]{2,}(?:assi|essi|issi|asse|esse|isse|assimo|essimo|issimo|assero|essero|issero)$")
+_NOT_SUBJUNCTIVE = frozenset("stesse stessi interesse promesse messe scommesse adesso spesse".split())
+
+
+QUESTION_WORDS = frozenset("cosa chi dovrei devo dovremmo posso what who how should would can could".split())
+
+
+def conditional(toks: list[str], asks: bool) -> bool:
+    """A hypothetical "if" clause in a question (``asks``: a "?" or a question word; "sarebbe meglio se non ci
+    fossi più" asks nothing and stays a statement): "if" + "ever" within 4 words, "se" (not "come se") +
+    "mai" or a past subjunctive ("avessi", "fosse", "dovessi", "venissero") within 5 words."""
+    if not (asks or QUESTION_WORDS.intersection(toks)):
+        return False
+    for i, tok in enumerate(toks):
+        if tok == "if" and "ever" in toks[i + 1 : i + 5]:
+            return True
+        if (
+            tok == "se"
+            and toks[i - 1 : i] != ["come"]
+            and any(
+                w == "mai" or (_SUBJUNCTIVE.match(w) and w not in _NOT_SUBJUNCTIVE) or w in {"fosse", "fossi"}
+                for w in toks[i + 1 : i + 6]
+            )
+        ):
+            return True
+    return False
+
+
 def framing(text: str, max_tokens: int = 400) -> tuple[str, ...]:
     """The frames the message uses (``past``, ``hypothetical``, ``study``), in that order; () when none."""
     toks = tokens(text)[:max_tokens]
-    return tuple(name for name, terms in FRAMES.items() if find_terms(_LEXICON, name, terms, toks))
+    return tuple(
+        name
+        for name, terms in FRAMES.items()
+        if find_terms(_LEXICON, name, terms, toks) or (name == "hypothetical" and conditional(toks, "?" in text))
+    )

@@ -233,9 +233,18 @@ NEGATABLE = frozenset(
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
+LIST_OPENERS = frozenset(
+    "and e ed but ma pero also anche just solo i have has ho ha there is c ci sono had with m am".split()
+)
+TEMPORAL = frozenset(
+    "since for from today tonight this at yet all in until da dal dalla dalle dallo oggi stamattina stasera "
+    "stanotte per ancora piu more da".split()
+)
 
 
-def _scoped_terms(text: str, max_tokens: int) -> tuple[list[str], list[int], dict[str, list[Match]]]:
+def _scoped_terms(
+    text: str, max_tokens: int, dropped: set[int] | None = None
+) -> tuple[list[str], list[int], dict[str, list[Match]]]:
     """Tokens, their clauses and every concept's matches, negated symptom terms removed and a negation word
     counted as "reduced movements" only in the clause of a movement word."""
     toks, clauses = scope.clause_tokens(text)
@@ -247,12 +256,23 @@ def _scoped_terms(text: str, max_tokens: int) -> tuple[list[str], list[int], dic
         neg = scope.negated(toks, clauses)
     raw = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
     found = {name: [m for m in ms if name not in NEGATABLE or not neg[m.start]] for name, ms in raw.items()}
+    if dropped is not None:  # the token positions of the negated symptom terms
+        dropped.update(k for name in NEGATABLE for m in raw[name] if neg[m.start] for k in range(m.start, m.end))
     raw_symptoms = {m.start for name in NEGATABLE for m in raw[name]}
     moves = {m.start for m in found["MOVE"] + found["KICKS"]}
 
     def negates_a_symptom(m: Match) -> bool:  # "no pain, no bleeding": this "no" is not "no movements"
         scope_at = [k for k in range(m.end, min(len(toks), m.end + scope.SCOPE)) if clauses[k] == clauses[m.start]]
-        return any(k in raw_symptoms for k in scope_at) and not any(k in moves for k in scope_at)
+        if any(k in moves for k in scope_at):
+            return False
+        if any(k in raw_symptoms for k in scope_at):
+            return True
+        # a list of negated findings ("no itching at all", "nessuna perdita"): the negation opens a clause
+        # without any movement word and names something (not "none since yesterday", "niente da ieri")
+        clause = [k for k in range(len(toks)) if clauses[k] == clauses[m.start]]
+        opens = all(toks[k] in LIST_OPENERS for k in clause if k < m.start)
+        nxt = toks[m.end] if m.end < len(toks) and clauses[m.end] == clauses[m.start] else ""
+        return opens and not any(k in moves for k in clause) and nxt != "" and nxt not in TEMPORAL
 
     found["REDUCED"] = [m for m in found["REDUCED"] if toks[m.start] not in NEGATION_WORDS or not negates_a_symptom(m)]
     return toks, clauses, found
@@ -277,6 +297,26 @@ def detect_red_flags(text: str, max_tokens: int = 400) -> list[RedFlag]:
                 flags.append(RedFlag(category, tuple(" ".join(toks[m.start : m.end]) for m in evidence)))
                 break
     return flags
+
+
+def without_negated(text: str, max_tokens: int = 400) -> str:
+    """The text with its negated symptom terms taken out ("no bleeding, no pain, just discharge" -> "no, no,
+    just discharge"), for the n-gram classifier, which cannot read a negation; the text itself when none is."""
+    dropped: set[int] = set()
+    _scoped_terms(text, max_tokens, dropped)
+    if not dropped:
+        return text
+    out: list[str] = []
+    at = 0
+    for part in scope.BOUNDARY_SPLIT.split(text):
+        if not part or scope.BOUNDARY_SPLIT.fullmatch(part):
+            out.append(part or "")
+            continue
+        toks = tokens(part)
+        keep = [t for k, t in enumerate(toks) if at + k not in dropped]
+        out.append(part if len(keep) == len(toks) else " " + " ".join(keep))
+        at += len(toks)
+    return "".join(out)
 
 
 def present_danger(text: str, max_tokens: int = 400) -> bool:

@@ -24,6 +24,7 @@ SCOPE = 6  # words after a trigger that it can negate (NegEx uses 5-6)
 PRESENT_WINDOW = 8  # words between a present cue and the symptom it makes present
 
 _BOUNDARY = re.compile(r"[;:!?()\[\]\n]+|\.(?!\d)|,(?!\d)|\s-\s")
+BOUNDARY_SPLIT = re.compile(r"((?:[;:!?()\[\]\n]|\.(?!\d)|,(?!\d)|\s-\s)+)")  # the same, kept by re.split
 CONJUNCTIONS = frozenset(
     "but and however although though except apart yet whereas while ma e ed pero pero però tranne pure "
     "eppure invece mentre anche".split()
@@ -164,7 +165,7 @@ def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequ
         for phrase in RECENT_CUES:
             if _phrase_at(toks, i, phrase):
                 end = i + len(phrase.split())
-                if not any(w in LONG_AGO for w in toks[max(0, i - 3) : end + 3]):
+                if not any(w in LONG_AGO for w in toks[end : end + 3]):
                     return True
     if not symptom_at:
         return False
@@ -174,6 +175,8 @@ def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequ
         cues.extend((i, i + len(p.split()), 0) for p in PRESENT_AUX if _phrase_at(toks, i, p))
     for start, end, before in cues:
         if any(w in WELL for w in toks[max(0, start - 2) : end + 2]):
+            continue
+        if not before and {"ever", "mai"} & set(toks[end : end + 2]):  # "if I'm ever...": hypothetical
             continue
         after = PRESENT_WINDOW if before else 3
         for s in symptom_at:

@@ -184,7 +184,7 @@ def screen(question: Any, classifier: Any = _DEFAULT, context: Any = _DEFAULT) -
         context = shipped_context() if classifier is not None else None
     flags = rule_flags(text)
     scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
-    result = classifier.predict(text) if classifier is not None else None
+    result = classifier.predict(rules.without_negated(text)) if classifier is not None else None
     info: dict[str, Any] | None = result.trace() if result is not None else None
     ctx = context_score(context, text) if context is not None else None
     if ctx is not None:
