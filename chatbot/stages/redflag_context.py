@@ -13,7 +13,6 @@ absent it is built on first use (one line on stderr, about 25 s, offline from th
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -101,21 +100,15 @@ def encoder() -> Any:
     """The e5 int8 ONNX encoder (``embed_queries``): the retrieval embedder's instance when it is e5-onnx,
     else its own on one thread. Builds the model on first use when it is absent; raises with a clear message
     when that fails (the screen never runs without it silently)."""
-    from chatbot.e5_build import default_out_dir
-    from chatbot.e5_runtime import E5StandardEmbedder, missing_build_message
-    from chatbot.onnx_files import ONNX_FILE
+    from chatbot.e5_build import ensure_e5_built
+    from chatbot.e5_runtime import E5StandardEmbedder
 
     e5_dir, shared = _configured_e5_dir()
-    model_dir = Path(e5_dir) if e5_dir else default_out_dir()
     with _LOCK:
-        if not (model_dir / ONNX_FILE).is_file():
-            from chatbot.e5_build import build_e5
-
-            print(f"red-flag screen: building the e5 encoder in {model_dir} (once, about 25 s)", file=sys.stderr)
-            try:
-                build_e5(model_dir, log=lambda _m: None)
-            except Exception as exc:  # noqa: BLE001 - re-raised with what to do
-                raise RuntimeError(f"red-flag screen: {missing_build_message(model_dir)} ({exc})") from exc
+        try:  # the default build is made on first use (once, about 30 s); an explicit folder is verified
+            model_dir = ensure_e5_built(Path(e5_dir) if e5_dir else None)
+        except Exception as exc:  # noqa: BLE001 - re-raised with what to do
+            raise RuntimeError(f"red-flag screen: the e5 encoder is unusable ({exc})") from exc
         if shared:
             from chatbot.embedders import load_embedder
 
