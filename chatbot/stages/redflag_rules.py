@@ -232,14 +232,6 @@ NEGATABLE = frozenset(
     "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
-NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
-LIST_OPENERS = frozenset(
-    "and e ed but ma pero also anche just solo i have has ho ha there is c ci sono had with m am".split()
-)
-TEMPORAL = frozenset(
-    "since for from today tonight this at yet all in until da dal dalla dalle dallo oggi stamattina stasera "
-    "stanotte per ancora piu more da".split()
-)
 
 
 def _scoped_terms(
@@ -270,11 +262,13 @@ def _scoped_terms(
         # a list of negated findings ("no itching at all", "nessuna perdita"): the negation opens a clause
         # without any movement word and names something (not "none since yesterday", "niente da ieri")
         clause = [k for k in range(len(toks)) if clauses[k] == clauses[m.start]]
-        opens = all(toks[k] in LIST_OPENERS for k in clause if k < m.start)
+        opens = all(toks[k] in scope.LIST_OPENERS for k in clause if k < m.start)
         nxt = toks[m.end] if m.end < len(toks) and clauses[m.end] == clauses[m.start] else ""
-        return opens and not any(k in moves for k in clause) and nxt != "" and nxt not in TEMPORAL
+        return opens and not any(k in moves for k in clause) and nxt != "" and nxt not in scope.TEMPORAL
 
-    found["REDUCED"] = [m for m in found["REDUCED"] if toks[m.start] not in NEGATION_WORDS or not negates_a_symptom(m)]
+    found["REDUCED"] = [
+        m for m in found["REDUCED"] if toks[m.start] not in scope.NEGATION_WORDS or not negates_a_symptom(m)
+    ]
     return toks, clauses, found
 
 

@@ -43,6 +43,16 @@ PSEUDO_NEXT: dict[str, frozenset[str]] = {
     "senza": frozenset("sosta motivo fermarsi preavviso tregua".split()),
     "niente": frozenset("da funziona aiuta passa".split()),
 }
+# negation words that also say "no movements"; what may precede one opening a list of negated findings
+# ("and I have no itching"); words after one that make it a time ("nothing since yesterday", "niente da ieri")
+NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
+LIST_OPENERS = frozenset(
+    "and e ed but ma pero also anche just solo i have has ho ha there is c ci sono had with m am".split()
+)
+TEMPORAL = frozenset(
+    "since for from today tonight this at yet all in until da dal dalla dalle dallo oggi stamattina stasera "
+    "stanotte per ancora piu more da".split()
+)
 # "never had pain like this": the comparison makes it a present symptom, not a negated one
 COMPARATIVE = ("like this", "like that", "this bad", "so bad", "before", "cosi", "del genere", "come questo",
                "come questa", "simile", "prima d ora", "in vita mia", "in my life")  # fmt: skip

@@ -8,12 +8,14 @@
   to exactly one action (``CATEGORY_ACTION``); the classifier predicts the actions directly.
 - ``screen(raw)``: today's hand-written rules OR the trained classifier (``redflag_classifier``), either
   one firing is enough, except that a rule needs some classifier urgency (``framing_floor``) when the message
-  is framed as a past event, a hypothetical or a question for study (``redflag_framing``); the primary
+  is framed as a past event, a hypothetical or a question for study (``redflag_framing``) and states no present
+  danger (``redflag_rules.present_danger``); the primary
   action is the one with the highest score (a rule's action counts as 0.5, so a
   confident classifier chooses between, say, the maternity unit and 999 for heavy bleeding with fainting).
 - With the contextual e5 head (``redflag_context``, on by default when its files are shipped) the classifier
-  is the mix of both models (``with_context``), and a rule on a message framed as past, hypothetical or study
-  counts only when that mix reaches ``framing_veto``.
+  is the mix of both models (``with_context``); a message framed as past, hypothetical or study that states no
+  present danger is urgent only when both the head and the mix reach the threshold (the min of the two), its
+  rules included.
 - ``urgent_fields(screen, language)``: the answer object's urgent keys (``urgent``, ``urgent_message``,
   ``urgent_action``, ``urgent_links``) from the cards, in the patient's language.
 """
@@ -196,7 +198,8 @@ def screen(question: Any, classifier: Any = _DEFAULT, context: Any = _DEFAULT) -
             info["rules_overruled"] = [f.category for f in flags]
             flags = []
         framing_floor = getattr(classifier, "framing_floor", 0.0)
-        if framing_floor and flags and result.urgent_score < framing_floor and (frames := framing(text)):
+        frames = framing(text) if framing_floor and flags and result.urgent_score < framing_floor else ()
+        if frames and not rules.present_danger(text):
             info["rules_overruled"] = [f.category for f in flags]
             info["framing"] = list(frames)
             flags = []
