@@ -126,7 +126,8 @@ def build_content_app(state: Any):
         except LookupError as exc:
             raise gr.Error(str(exc)) from exc
 
-    def certify(doc_id, version, review_due, confirmed, status, language, due_before, request: gr.Request):
+    def certifier(doc_id, review_due, confirmed, request):
+        """The signed-in clinician and the review date of a certification, or a clear error."""
         who = require(state, request, *ROLES)
         if not who.can("clinician"):
             raise gr.Error("Only a clinician certifies content.")
@@ -135,9 +136,15 @@ def build_content_app(state: Any):
         if not confirmed:
             raise gr.Error("Confirm that you have read this version and certify it.")
         try:
-            due = date.fromisoformat(review_due.strip()) if (review_due or "").strip() else None
+            return who, date.fromisoformat(review_due.strip()) if (review_due or "").strip() else None
+        except ValueError as exc:  # a bad date
+            raise gr.Error(str(exc)) from exc
+
+    def certify(doc_id, version, review_due, confirmed, status, language, due_before, request: gr.Request):
+        who, due = certifier(doc_id, review_due, confirmed, request)
+        try:
             out = content.certify(services, store, who, doc_id, int(version) if version else None, due)
-        except (ValueError, LookupError) as exc:  # a bad date, a withdrawn version, no such document
+        except (ValueError, LookupError) as exc:  # a withdrawn version, no such document
             raise gr.Error(str(exc)) from exc
         table, docs = listing(status, language, due_before)
         message = f"✅ {doc_id} v{out['version']} certified by {who.username}, review due {out['review_due']}"
@@ -146,15 +153,8 @@ def build_content_app(state: Any):
         return message, table, docs, gr.update(value=False)
 
     def recertify(doc_id, review_due, confirmed, status, language, due_before, request: gr.Request):
-        who = require(state, request, *ROLES)
-        if not who.can("clinician"):
-            raise gr.Error("Only a clinician certifies content.")
-        if not doc_id:
-            raise gr.Error("Pick a document.")
-        if not confirmed:
-            raise gr.Error("Confirm that you have read this version and certify it.")
+        who, due = certifier(doc_id, review_due, confirmed, request)
         try:
-            due = date.fromisoformat(review_due.strip()) if (review_due or "").strip() else None
             out = content.recertify(services, store, who, doc_id, due)
         except (ValueError, LookupError) as exc:
             raise gr.Error(str(exc)) from exc
