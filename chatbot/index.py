@@ -336,10 +336,10 @@ class SegmentIndex:
         return [h for h in hits if allows(h.segment)]
 
     def exact_search(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
-        if self._matrix is None:
-            segs, matrix = self.all_segments()
-            self._matrix = (segs, matrix)  # type: ignore[assignment]
-        segs, matrix = self._matrix  # type: ignore[misc]
+        cached = self._matrix  # read once: a content change may reset it from another thread meanwhile
+        if cached is None:
+            cached = self._matrix = self.all_segments()  # type: ignore[assignment]
+        segs, matrix = cached  # type: ignore[misc]
         scores = np.asarray(queries, dtype=np.float32) @ matrix.T
         out = []
         for row in scores:
