@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -142,40 +143,33 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0 if report["imported"] or report["unchanged"] else 1
 
 
-def _cmd_certify(args: argparse.Namespace) -> int:
-    from chatbot.content import certify
-
+def _as_user(args: argparse.Namespace, action: Callable[[Any, Any, Any], Any]) -> int:
+    """Runs ``action(services, store, who)`` as --user and prints its result, or the error naming the cause."""
     _, store, services = _context(with_services=True)
     try:
-        result = certify(services, store, _who(store, args.user), args.document, args.version, args.review_due)
+        result = action(services, store, _who(store, args.user))
     except (LookupError, ValueError) as exc:
         return _fail(exc)
     _print(result)
     return 0
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    from chatbot.content import certify
+
+    return _as_user(args, lambda s, st, who: certify(s, st, who, args.document, args.version, args.review_due))
 
 
 def _cmd_withdraw(args: argparse.Namespace) -> int:
     from chatbot.content import withdraw
 
-    _, store, services = _context(with_services=True)
-    try:
-        result = withdraw(services, store, _who(store, args.user), args.document, args.reason)
-    except (LookupError, ValueError) as exc:
-        return _fail(exc)
-    _print(result)
-    return 0
+    return _as_user(args, lambda s, st, who: withdraw(s, st, who, args.document, args.reason))
 
 
 def _cmd_recertify(args: argparse.Namespace) -> int:
     from chatbot.content import recertify
 
-    _, store, services = _context(with_services=True)
-    try:
-        result = recertify(services, store, _who(store, args.user), args.document, args.review_due, args.comment)
-    except (LookupError, ValueError) as exc:
-        return _fail(exc)
-    _print(result)
-    return 0
+    return _as_user(args, lambda s, st, who: recertify(s, st, who, args.document, args.review_due, args.comment))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
