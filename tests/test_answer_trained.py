@@ -222,15 +222,22 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     import types
 
     import chatbot.embedders
+    from chatbot.settings import load_settings
     from chatbot.stages.answer_first import answer_model_for
 
     asked: list[str] = []
-    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: asked.append(kind) or fake_embedder)
-    services = types.SimpleNamespace()
+    threads_asked: list[int] = []
+    monkeypatch.setattr(
+        chatbot.embedders,
+        "load_embedder",
+        lambda kind, threads=2: asked.append(kind) or threads_asked.append(threads) or fake_embedder,
+    )
+    services = types.SimpleNamespace(settings=load_settings())
 
     english = answer_model_for(services, "cues+trained", "en")
     italian = answer_model_for(services, "cues+trained", "it")
 
     assert isinstance(english, TrainedAnswerModel) and italian is english
     assert asked == ["e5-onnx"]  # the vectors the head was fitted on, whatever the pipeline's embedder
+    assert threads_asked == [services.settings.embedding.threads]  # the pipeline's key: one shared instance
     assert answer_model_for(services, "cues", "en") is None

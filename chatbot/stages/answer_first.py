@@ -170,7 +170,8 @@ def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel
             from chatbot.embedders import load_embedder
             from chatbot.stages.answer_trained import EMBEDDER, TrainedAnswerModel
 
-            cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER))
+            # the pipeline's (kind, threads) key: the same e5-onnx instance when it is the retrieval embedder
+            cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER, services.settings.embedding.threads))
         return cache["trained"]
     if scorer == "cues+bi-encoder":
         cache = services.__dict__.setdefault("_answer_models", {})
