@@ -18,6 +18,7 @@ import numpy as np
 from chatbot.e5_build import BUILD_FILE, HF_DIR, RUNTIME_FILES, TOKENIZER_FILE, ensure_e5_built
 from chatbot.e5_hf import PROMPTS
 from chatbot.onnx_files import ONNX_FILE, cpu_session
+from chatbot.vector_cache import VectorCache
 
 Forward = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -174,6 +175,7 @@ class E5StandardEmbedder:
         vocab = self.build_info.get("vocabulary", "full")
         if vocab != "full":  # vectors differ for text outside the kept scripts: another index
             self.name += f"-{vocab}"
+        self._queries = VectorCache(lambda texts: self._embed(PROMPTS["query"], texts))
 
     def _embed(self, prefix: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -181,7 +183,8 @@ class E5StandardEmbedder:
         return self.windows.encode([prefix + t[: self.max_chars] for t in texts])
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(PROMPTS["query"], texts)
+        """Query vectors; a question embedded lately (by another stage of the same turn) comes from the cache."""
+        return self._queries.embed(texts)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(PROMPTS["passage"], texts)

@@ -333,3 +333,25 @@ def test_load_embedder_endpoint_reads_the_settings(monkeypatch) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_query_vectors_come_from_the_cache_the_second_time(onnx_embedder) -> None:
+    """One turn embeds its question for several stages; the model runs once and the vector is the same."""
+    question = "quante tazze di caffè posso bere in gravidanza?"
+    calls: list[int] = []
+    forward = onnx_embedder.windows.forward
+
+    def counting(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        calls.append(ids.shape[0])
+        return forward(ids, mask)
+
+    onnx_embedder.windows.forward = counting
+    try:
+        first = onnx_embedder.embed_queries([question])
+        second = onnx_embedder.embed_queries([question])
+        fresh = onnx_embedder._embed("query: ", [question])
+    finally:
+        onnx_embedder.windows.forward = forward
+    assert calls == [1, 1]  # the first call and the uncached reference; the second call hit the cache
+    assert np.array_equal(first, second)
+    assert np.allclose(first, fresh, atol=1e-6)
