@@ -82,23 +82,6 @@ def draft_message(preview: str, lang: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text, "metadata": {"title": t(lang, "draft"), "status": "pending"}}
 
 
-def early_urgent(
-    message: Any, settings: Any, classifier: Any = None, fallback: str | None = None, context: Any = None
-) -> dict[str, Any] | None:
-    """The urgent keys of a red-flag message (chatbot.stages.redflags: the certified urgent card in the
-    patient's language, its links), as answer() will put first, known before the answer is (the screen takes
-    milliseconds, on the raw text): shown with the draft, and even if answering fails. ``fallback``: the
-    language of a message too short to tell (chatbot.language)."""
-    from chatbot.stages import redflags
-
-    result = redflags.screen(message, classifier, context)
-    if not result.urgent:
-        return None
-    text = redflags.raw_text(message)
-    language = detect_language(text, fallback, settings.safety.language_min_confidence).reply_language
-    return redflags.urgent_fields(result, language, settings.safety.urgent_cards)
-
-
 # the answer keys the page shows (sent to the browser with the conversation state): never the trace
 PUBLIC_KEYS = ("reply", "links", "status", "urgent", "urgent_message", "urgent_links", "demo_content", "language")
 
@@ -180,11 +163,8 @@ def build_patient_app(state: Any):
         return gr.update(label=t(lang, "chat_label")), *page_text(lang)
 
     def _safe_early_urgent(message: Any, fallback: str) -> dict[str, Any] | None:
-        try:
-            services = state.services
-            return early_urgent(
-                message, state.settings, services.redflag_classifier, fallback, services.redflag_context
-            )
+        try:  # the same screen as the JSON API's (chatbot.service.ChatService.early_urgent)
+            return state.chat.early_urgent(message, fallback)
         except Exception:  # the answer's own screen still runs; the operator sees the traceback
             log.exception("early red-flag screen failed")
             return None
