@@ -1,0 +1,53 @@
+"""evaluation.exclusion_cards: the measures of exclusion questions on the patient's path, on hand-made answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluation.exclusion_cards import ExclusionItem, load_exclusion_set, run_set, score_item
+
+ITEM = ExclusionItem(
+    "exc-en-01", "en", "iron foods apart from red meat?", frozenset({"calcium"}), frozenset({"iron"}), 1
+)
+
+
+def answer(*docs: str, pipeline: str = "logical", status: str = "answered") -> dict:
+    links = [{"segment_id": f"{d}#abc", "url": f"https://example.org/{d}"} for d in docs]
+    return {"status": status, "links": links, "trace": {"route": {"pipeline": pipeline}}}
+
+
+def test_a_good_first_link_scores_every_measure():
+    row = score_item(ITEM, answer("iron", "calcium", "folic"))
+    assert row["links"] == ["iron", "calcium", "folic"]
+    assert (row["routed"], row["three_links"], row["first_not_excluded"], row["first_good"]) == (1, 1, 1, 1)
+    assert (row["good_in_links"], row["excluded_links"]) == (1, 1)
+
+
+def test_the_excluded_card_first_fails_and_a_refusal_scores_nothing():
+    bad = score_item(ITEM, answer("calcium", "iron", pipeline="dense+rerank"))
+    assert (bad["routed"], bad["three_links"], bad["first_not_excluded"], bad["first_good"]) == (0, 0, 0, 0)
+    assert bad["good_in_links"] == 1
+    refused = score_item(ITEM, {"status": "no_certified_information", "links": [], "trace": {}})
+    assert (refused["first_not_excluded"], refused["good_in_links"], refused["links"]) == (0, 0, [])
+
+
+def test_run_set_groups_by_language_and_exclusions():
+    two = ExclusionItem("exc-it-01", "it", "q", frozenset({"a", "b"}), frozenset({"c"}), 2)
+    answers = {ITEM.question: answer("iron", "x", "y"), "q": answer("b", "c", "x")}
+    result = run_set([ITEM, two], answers.__getitem__)
+    summary = result["summary"]
+    assert summary["all"]["first_good"] == 0.5
+    assert summary["en"]["first_good"] == 1.0 and summary["it"]["first_good"] == 0.0
+    assert summary["2 exclusions"]["first_not_excluded"] == 0.0
+    assert summary["1 exclusion"]["questions"] == 1
+
+
+def test_malformed_sets_are_refused_with_the_line(tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(json.dumps({"id": "x", "language": "en", "question": "q"}) + "\n")
+    with pytest.raises(ValueError, match=r"set.jsonl:1: missing field\(s\) excluded_card_ids"):
+        load_exclusion_set(path)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_exclusion_set(tmp_path / "none.jsonl")
