@@ -70,6 +70,7 @@ def test_score_item_and_summary(tmp_path: Path) -> None:
     assert (refused["recall"], refused["first_link_ok"], refused["reply_chars"]) == (0.0, False, 0)
     s = summarise([row, refused])
     assert (s["key_fact_recall"], s["refused"], s["first_link_is_card"], s["compose_ms"]["p50"]) == (0.25, 1, 0.5, 4.0)
+    assert s["any_key_fact"] == 0.5  # the first reply holds one of its two phrases, the refused one none
     result = run_replies([item], lambda q: answered, log=lambda *a: None)
     assert result["summary"]["by_language"]["en"]["key_fact_recall"] == 0.5
     assert list(result["summary"]["by_type"]) == ["how_much"]
@@ -105,7 +106,7 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
         },
     )
     report = write_report(result, tmp_path / "out", "t", "chatbot eval replies --data set.jsonl")
-    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
+    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
     assert json.loads((tmp_path / "out" / "replies-t.json").read_text())["command"].startswith("chatbot eval replies")
     rows = [json.loads(line) for line in (tmp_path / "out" / "replies-t.per_query.jsonl").read_text().splitlines()]
     assert rows == [
