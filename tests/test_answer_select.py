@@ -96,6 +96,12 @@ def compose(question: str, *segments: Segment, model=None):
         ("Le smagliature scompaiono?", "how_long"),
         ("Quando passa la nausea?", "when"),
         ("Is passing urine often normal?", "yes_no"),
+        # a temperature, a count, a point in time asked without "how much" / "when" at the start
+        ("how warm should the baby's bedroom be at night?", "how_much"),
+        ("how many times a day does a newborn feed?", "how_much"),
+        ("che temperatura deve avere la stanza?", "how_much"),
+        ("from what point in pregnancy should I sleep on my side?", "when"),
+        ("what day is the heel prick test done?", "when"),
     ],
 )
 def test_question_types_in_english_and_italian(question: str, kind: str) -> None:
@@ -112,6 +118,15 @@ def test_cues_weigh_an_amount_a_time_and_a_reason() -> None:
     assert cue_score("yes_no", "Caffeine is found in tea.") == 0.0
     # a list answers as well as its best line, not the sum of its lines
     assert cue_score("how_much", "Limits\n- no more than 4 cups a day\n- 2 mugs") == 1.0
+    # a count of times; a time written unit first ("weeks 16 to 20", "day five"); an imperative after "so just";
+    # an instruction that does not open the sentence is no cue, nor is a mechanism for "what to do"
+    assert cue_score("how_much", "Newborns usually feed at least 8 to 12 times in 24 hours.") == 0.7
+    assert cue_score("when", "Symptoms usually start around week 6 and ease by weeks 16 to 20.") == 0.7
+    assert cue_score("when", "Usually in the first days of life (ideally on day five).") == 1.0
+    assert cue_score("what_to_do", "Bend your knees and keep your back straight when lifting.") == 0.7
+    assert cue_score("what_to_do", "It is the position you stay in longest, so just turn onto your side.") == 0.7
+    assert cue_score("what_to_do", "Water this hot kills bacteria in the powder.") == 0.0
+    assert cue_score("why", "Water this hot kills bacteria in the powder.") == 0.7
 
 
 def test_how_much_opens_with_the_amount_found_beside_the_retrieved_segment() -> None:
@@ -144,16 +159,23 @@ def test_when_opens_with_the_timing() -> None:
 def test_yes_no_gets_the_rule_and_the_wine_sentence_of_a_lower_ranked_document_stays_out() -> None:
     out = compose("Is green tea safe when pregnant?", TEA_WHY, WINE)
 
-    assert out.text == "Have no more than 4 cups of green tea a day."
-    assert "wine" not in out.text.lower()  # "No amount of wine is known to be safe" does not answer about tea
+    # the rule opens; the tea card's sentence naming "green tea" fills the length limit (its own paragraph: another
+    # segment); "No amount of wine is known to be safe" (a lower-ranked document) does not answer about tea
+    assert out.text == "Have no more than 4 cups of green tea a day.\n\nGreen tea contains caffeine."
+    assert "wine" not in out.text.lower()
+    assert [p["role"] for p in out.pieces] == ["answer", "support"]
 
 
 def test_why_gets_the_reason() -> None:
     out = compose("Why is green tea a problem in pregnancy?", TEA_WHY, WINE)
 
-    # the reason ("because"), not the topical "Green tea contains caffeine." that shares the word "green";
-    # "Many people enjoy a cup" after it neither answers nor shares a word: it stays out
-    assert out.text == "Large amounts have been linked to a lower birth weight because caffeine crosses the placenta."
+    # the reason ("because") opens, not the topical "Green tea contains caffeine." that shares the word "green"
+    # (it follows, in reading order after the answer: it scores >= FILL_RATIO of the answer); "Many people enjoy
+    # a cup" neither answers nor shares a word: it stays out
+    assert out.text == (
+        "Large amounts have been linked to a lower birth weight because caffeine crosses the placenta. "
+        "Green tea contains caffeine."
+    )
     assert out.detail["answer"]["parts"]["cue"] == 1.0
 
 
@@ -270,9 +292,14 @@ def test_an_italian_does_it_go_away_question_opens_with_when_it_ends() -> None:
     )
 
     # typed yes/no it opened with the risks (the question's words "diabete gestazionale", "parto"); typed
-    # how_long, "scompare" is the cue: the sentence that says it goes away, and nothing else qualifies it
+    # how_long, "scompare" is the cue: the sentence that says it goes away opens; the risks (they share the
+    # question's words and score within FILL_RATIO) follow as their own paragraph; "Fai una visita" does not
     assert out.detail["answer"]["question_type"] == "how_long"
-    assert out.text == "Nella maggior parte dei casi scompare dopo il parto, ma va seguito con attenzione."
+    assert out.text == (
+        "Nella maggior parte dei casi scompare dopo il parto, ma va seguito con attenzione.\n\n"
+        "Se non è controllato, il diabete gestazionale può far crescere troppo il bambino e rendere il parto più "
+        "difficile. Il diabete gestazionale è frequente."
+    )
 
 
 def test_a_qualifying_sentence_after_the_answer_joins_whatever_the_model_gave_it() -> None:
@@ -291,4 +318,110 @@ def test_a_qualifying_sentence_after_the_answer_joins_whatever_the_model_gave_it
     assert [u.text for u in select_units(question, "what_to_do", ranked)] == [
         "If you are worried about the wine you drank, talk to your midwife.",
         "Stop drinking now: that is the most important thing.",
+    ]
+
+
+SLEEP = "Sleep position in later pregnancy"
+SLEEP_WHY = seg(
+    "sleep",
+    0,
+    "Why position matters",
+    "From around 28 weeks of pregnancy, the position you go to sleep in matters. Going to sleep on your side "
+    "lowers the risk of stillbirth.",
+    SLEEP,
+)
+SLEEP_WAKE = seg(
+    "sleep",
+    1,
+    "If you wake up on your back",
+    "Everyone changes position during the night. Do not worry if this happens. The position you go to sleep in "
+    "is the one you stay in longest, so just turn onto your side and settle back to sleep.",
+    SLEEP,
+)
+SLEEP_COMFY = seg(
+    "sleep", 2, "Getting comfortable", "Try a pillow between your knees. Left or right side are both fine.", SLEEP
+)
+MOVES = seg(
+    "moves",
+    0,
+    "Movements",
+    "Contact your midwife straight away if your baby is moving less than usual, day or night.",
+    "Baby movements",
+)
+
+
+def sleep_reply(question: str):
+    # the "wake up" segment and the movements card were retrieved; the rest of the sleep card is looked up
+    return compose_answer_first(
+        question,
+        hits(SLEEP_WAKE, MOVES),
+        "en",
+        max_chars=600,
+        max_units=4,
+        document_segments=lambda doc_id: [SLEEP_WHY, SLEEP_WAKE, SLEEP_COMFY] if doc_id == "sleep" else [MOVES],
+    )
+
+
+def test_what_to_do_gets_the_instructions_and_another_cards_instruction_stays_out() -> None:
+    out = sleep_reply("What should I do if I wake up on my back at night?")
+
+    # instructions of the answering card ("Do not worry", "so just turn onto your side", "Try a pillow") fill the
+    # reply, in reading order after the answer; "Contact your midwife" is an instruction too, but from a
+    # lower-ranked card that never names waking or backs: it stays out
+    assert out.detail["answer"]["question_type"] == "what_to_do"
+    assert out.text == (
+        "Do not worry if this happens. Everyone changes position during the night. The position you go to sleep "
+        "in is the one you stay in longest, so just turn onto your side and settle back to sleep.\n\n"
+        "Try a pillow between your knees."
+    )
+    assert [p["role"] for p in out.pieces] == ["answer", "support", "support", "support"]
+    assert "midwife" not in out.text
+
+
+def test_from_what_point_opens_with_the_week_found_beside_the_retrieved_segment() -> None:
+    out = sleep_reply("From what point in pregnancy should I sleep on my side?")
+
+    assert out.detail["answer"]["question_type"] == "when"
+    assert (out.detail["answer"]["segment_id"], out.detail["answer"]["retrieved_segment"]) == ("sleep#0", False)
+    assert out.text == (
+        "From around 28 weeks of pregnancy, the position you go to sleep in matters. Going to sleep on your side "
+        "lowers the risk of stillbirth.\n\n"
+        "The position you go to sleep in is the one you stay in longest, so just turn onto your side and settle "
+        "back to sleep."
+    )
+
+
+def test_why_opens_with_the_reason_and_the_rest_stays_out() -> None:
+    out = sleep_reply("Why does sleeping on my back matter?")
+
+    # "lowers the risk" is the reason; "From around 28 weeks" scores within FILL_RATIO but says no reason and
+    # shares only "sleep": its own evidence is below FILL_EVIDENCE of the answer's
+    assert out.text == "Going to sleep on your side lowers the risk of stillbirth."
+    assert out.detail["answer"]["parts"]["cue"] == 0.7
+
+
+def test_the_rest_of_the_length_limit_holds_the_answering_cards_runner_up() -> None:
+    def unit(text: str, doc: str, rank: int, segment: int) -> Candidate:
+        return Candidate(text, doc, f"{doc}#{segment}", rank, segment, 0, 0)
+
+    question = "Is a faint line on a pregnancy test still positive?"
+    units = [
+        unit("Do not test too early: wait until the first day of a missed period.", "tests", 0, 0),
+        unit("A positive result is very likely to be correct, even if the line is faint.", "tests", 0, 1),
+        unit("Tests measure a hormone in your urine.", "tests", 0, 2),
+        unit("A faint line is never a reason to skip your booking visit.", "booking", 1, 0),
+    ]
+    ranked = score_units(question, "yes_no", units)
+    assert [(u.doc_id, u.segment_id, u.score) for u in ranked] == [
+        ("tests", "tests#0", 2.6986),  # the rule ("do not") answers a yes/no question
+        ("tests", "tests#1", 2.3014),  # no cue, but "faint", "line", "positive"
+        ("tests", "tests#2", 1.95),  # neither (document terms only)
+        ("booking", "booking#0", 1.6585),  # a rule and words of the question, from a lower-ranked card
+    ]
+    # the faint-line sentence scores >= FILL_RATIO of the answer and its own evidence (0.35) >= FILL_EVIDENCE of
+    # the answer's (0.75): it fills the reply; the hormone sentence (no cue, no word) and the booking card's
+    # sentence (another document, < OTHER_DOC_RATIO of the answer) stay out
+    assert [u.text for u in select_units(question, "yes_no", ranked)] == [
+        "Do not test too early: wait until the first day of a missed period.",
+        "A positive result is very likely to be correct, even if the line is faint.",
     ]

@@ -355,8 +355,12 @@ def test_an_english_generative_reply_to_an_italian_question_falls_back_to_italia
     out = italian_reply("A fever in a baby under 3 months needs a doctor.", fake_embedder, FEBBRE, FEVER)
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
-    # the answer-first composer: the rule that answers "è pericolosa?" (the measuring tip does not)
-    assert (out.text, out.language_note) == ("Con la febbre sotto i 3 mesi chiama il medico.", None)
+    # the answer-first composer: the rule that answers "è pericolosa?" opens; the measuring tip (it names
+    # "febbre") fills the length limit after it
+    assert (out.text, out.language_note) == (
+        "Con la febbre sotto i 3 mesi chiama il medico. La febbre si misura sotto l'ascella.",
+        None,
+    )
     assert out.trace["attempts"][0]["validators"][-1] == {
         "validator": "reply-language",
         "outcome": "fail",

@@ -33,6 +33,8 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"^\W*(?:when|from when|until when|by when|at what|what age|how (?:early|soon)|how many weeks|"
             r"until how many|from how many|after how many)\b|"
+            r"\b(?:(?:from|at|by|until) what (?:point|stage|week|age|time)|what (?:day|week|month|time of)|"
+            r"which (?:day|week|month)|how far along|how old)\b|"
             r"^\W*(?:quando|da quando|entro quando|a che et[aà]|dopo quant[ei]|a quant[ei]|da quant[ei] settiman|"
             r"in che (?:mes|settiman|period|moment))",
             re.I,
@@ -51,8 +53,8 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "how_much",
         re.compile(
-            r"\bhow (?:much|many)\b|\bwhat (?:amount|dose|temperature|level)\b|\bquant[oaie]\b|\bche dose\b|"
-            r"\bquale dose\b",
+            r"\bhow (?:much|many|warm|hot|cold|often|big|heavy)\b|\bwhat (?:amount|dose|temperature|level)\b|"
+            r"\bquant[oaie]\b|\bche dose\b|\bquale dose\b|\bche temperatura\b|\bogni quanto\b",
             re.I,
         ),
     ),
@@ -81,7 +83,8 @@ def question_type(question: str) -> str:
 
 _UNIT = (
     r"(?:mg|milligrams?|micrograms?|mcg|µg|microgramm\w*|milligramm\w*|g|kg|ml|pounds|ounces|minutes|portions?|"
-    r"servings?|cups?|mugs?|units?|°c|%|iu|international units|tazzin\w+|porzion\w+|poppate|grammi|chili|minuti)"
+    r"servings?|cups?|mugs?|units?|°c|%|iu|international units|times|feeds|volte|tazzin\w+|porzion\w+|poppate|"
+    r"grammi|chili|minuti|gradi)"
 )
 _NUMBER = r"\d[\d.,]*(?:\s?(?:-|to|and|a|e)\s?\d[\d.,]*)?"
 _DURATION = r"(?:weeks?|days?|months?|hours?|years?|settiman\w*|giorni|mesi|ore|anni|trimester|trimestre)"
@@ -92,7 +95,18 @@ _ORDINAL_TIME = (
     r"\bprim\w*\s+(?:\w+\s+)?(?:settiman|mes|giorn|ann)\w*"
 )
 _NUMBER_WORDS = r"(?:one|two|three|four|five|six|due|tre|quattro|cinque|sei|otto|dieci|dodici)"
+# "week 6", "weeks 16 to 20", "day five", "giorno 5"
+_UNIT_THEN_NUMBER = rf"\b(?:weeks?|days?|months?|settiman[ae]|giorn[oi]|mes[ei])\s+(?:{_NUMBER}|{_NUMBER_WORDS})\b"
 
+# Instructions open with an imperative (English and Italian second person); "..., so just turn onto your side"
+_IMPERATIVES = (
+    r"contact|call|phone|ring|tell|speak|talk|ask|see|get|go|take|eat|drink|try|keep|use|avoid|stop|rest|sit|"
+    r"wear|put|lie|lay|place|choose|bend|lift|turn|roll|hold|wash|boil|make|give|check|feed|offer|step|leave|"
+    r"wait|let|seek|follow|stay|bring|change|cut|limit|start|carry on|continue|look|watch|always|never|do not|"
+    r"don't|just|contatta|chiama|telefona|parlane|parla|chiedi|rivolgiti|vai|prendi|mangia|bevi|fai|riposa|"
+    r"concediti|evita|usa|metti|tieni|cuoci|lava|aspetta|misura|offri|lascia|allatta|cambia|prova|continua|"
+    r"segui|controlla|porta|appoggia|stendi|sdraiati|sistema|assicurati|limita|non"
+)
 # (pattern, weight) per question type; a unit's cue score is the sum of the weights it matches, capped at 1.
 CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
     "how_much": (
@@ -113,7 +127,7 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
         ),
     ),
     "how_long": (
-        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b", re.I), 0.5),
+        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b|{_UNIT_THEN_NUMBER}", re.I), 0.5),
         (
             re.compile(
                 r"\b(?:until|till|within|lasts?|ease[sd]? by|fades?|goes away|go away|for (?:about|up to|at least)|"
@@ -125,7 +139,7 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
         (re.compile(_ORDINAL_TIME, re.I), 0.5),
     ),
     "when": (
-        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b", re.I), 0.7),
+        (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b|{_UNIT_THEN_NUMBER}", re.I), 0.7),
         (
             re.compile(
                 r"\b(?:from (?:around |about )?(?:\d|the)|between (?:about )?\d|by (?:around )?\d|"
@@ -143,7 +157,9 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
             re.compile(
                 r"\b(?:because|due to|linked to|leads? to|lead to|can cause|causes?|caused|so that|which is why|"
                 r"reduces?|lowers?|increases?|risk|protects?|hormones?|perché|poiché|a causa|dovut\w*|legat\w*|"
-                r"provoca|causa\w*|riduce|rischio|protegg\w*|ormoni|harm\w*|dangerous|pericolos\w*|dannegg\w*)\b",
+                r"provoca|causa\w*|riduce|rischio|protegg\w*|ormoni|harm\w*|dangerous|pericolos\w*|dannegg\w*|"
+                r"kills?|prevents?|cannot|can't|needs? (?:to|it|them)|in order to|otherwise|uccid\w*|previen\w*|"
+                r"affinché|in modo (?:da|che)|altrimenti|rinforz\w*|attraverso)\b",
                 re.I,
             ),
             0.7,
@@ -153,9 +169,7 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
     "what_to_do": (
         (
             re.compile(
-                r"^(?:- )?(?:contact|call|tell|speak|talk|ask|see|get|go|take|eat|drink|try|keep|use|avoid|stop|"
-                r"rest|sit|wear|put|lie|choose|always|never|do not|don't|contatta|chiama|parlane|parla|chiedi|"
-                r"rivolgiti|vai|prendi|mangia|bevi|fai|riposa|concediti|evita|usa|metti|tieni|cuoci|lava|non)\b|"
+                rf"(?:^(?:- )?|\bso (?:just )?|;\s*)(?:{_IMPERATIVES})\b|"
                 r"^(?:if|se)\b[^.;]*?,\s*(?:contact|call|tell|speak|talk|ask|see|get|go|contatta|chiama|parlane|"
                 r"chiedi|rivolgiti|vai)\b",
                 re.I | re.M,

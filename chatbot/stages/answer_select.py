@@ -149,6 +149,16 @@ def score_units(question: str, kind: str, units: Sequence[Candidate], raw_model:
 # joins at FOLLOW_RATIO of the answer's evidence, any other at SUPPORT_RATIO, both only with a type cue.
 FOLLOW_RATIO = 0.6
 SUPPORT_RATIO = 0.6
+# The rest of the length limit is filled from the answer's document: a unit scoring at least FILL_RATIO of the
+# answer's score (all terms) that carries a type cue or a word of the question joins, best first. The key
+# fact is often the runner-up of the answer's own card ("8 to 12 times in 24 hours" after the wet-nappies
+# sentence); on the three dev reply sets this took key-fact recall from 0.901/0.700/0.686 to 0.915/0.800/0.779
+# (0.9: 0.744 on heldout-v2; 0.5-0.8 the same), evaluation/results/replies-s8-misses.md. Its own evidence
+# (cue, heading, words; the document terms left out) must reach FILL_EVIDENCE of the answer's, so a sentence
+# that only shares the topic word ("La febbre si misura sotto l'ascella") stays out: 0 to 0.4 measured the
+# same on the dev sets, 0.5 lost a question on heldout and heldout-v2 each.
+FILL_RATIO = 0.8
+FILL_EVIDENCE = 0.3
 _DOCUMENT_TERMS = ("document", "topic", "retrieved", "lead")
 # The model term (when a scorer adds one) helps pick the answer but is left out of that comparison: it is what
 # made the answer win, so the answer's neighbours score far lower on it by construction and a qualifying
@@ -172,7 +182,8 @@ def select_units(
 ) -> list[Candidate]:
     """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
     right after the answer: a type cue and evidence >= FOLLOW_RATIO of the answer's) or support it (a type
-    cue and evidence >= SUPPORT_RATIO), the answer's segment first, then in reading order; then other
+    cue and evidence >= SUPPORT_RATIO, or a type cue or a word of the question and a score >= FILL_RATIO of
+    the answer's), the answer's segment first, then in reading order; then other
     documents' units that answer too (a type cue, a word of the question in the sentence itself, a card that
     names as much of the question as the answer's card, score >= OTHER_DOC_RATIO of the answer's). Each
     joins only while the reply stays within ``max_chars`` and ``max_units``, never a repeat."""
@@ -204,7 +215,15 @@ def select_units(
     support = [
         u
         for u in same_doc
-        if evidence(u) >= SUPPORT_RATIO * best_evidence and u.parts.get("cue", 0) > 0 and u not in following
+        if u not in following
+        and (
+            (evidence(u) >= SUPPORT_RATIO * best_evidence and u.parts.get("cue", 0) > 0)
+            or (
+                u.score >= FILL_RATIO * best
+                and evidence(u) >= FILL_EVIDENCE * best_evidence
+                and (u.parts.get("cue", 0) > 0 or u.parts.get("overlap", 0) > 0)
+            )
+        )
     ]
     support.sort(key=lambda u: -u.score)
     others = [
