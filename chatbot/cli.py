@@ -251,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GROUP.FIELD=VALUE",
         help="override one setting for this run (repeatable), e.g. --set compose.mode=generative",
     )
+    r.add_argument(
+        "--versus",
+        action="append",
+        default=[],
+        metavar="GROUP.FIELD=VALUE",
+        help="run the set again with these overrides on top (repeatable) and report both side by side, e.g. "
+        "--versus compose.mode=generative --versus llm.timeout_s=60",
+    )
     r.set_defaults(func=cmd_eval_replies)
     c = esub.add_parser("create", help="create a Likert evaluation session (answers generated once, frozen)")
     c.add_argument("name", help="session name (unique)")

@@ -25,6 +25,7 @@ import re
 import sys
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +227,32 @@ def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
     return lines
 
 
+_SIDE_BY_SIDE = (
+    ("key-fact recall", lambda s: f"{s['key_fact_recall']:.3f}"),
+    ("opens with it", lambda s: f"{s['opens_with_key_fact']:.3f}"),
+    ("refused", lambda s: str(s["refused"])),
+    ("chars (mean)", lambda s: f"{s['reply_chars_mean']:.0f}"),
+    ("compose p50 ms", lambda s: f"{s['compose_ms']['p50']:.0f}"),
+    ("compose p90 ms", lambda s: f"{s['compose_ms']['p90']:.0f}"),
+)
+
+
+def side_by_side(a: dict[str, Any], b: dict[str, Any], label_a: str, label_b: str) -> list[str]:
+    """One table, two composers: each group (all, per language, per question type) a row, each measure
+    given for ``a`` then ``b``."""
+    head = " | ".join(f"{m} {label}" for m, _ in _SIDE_BY_SIDE for label in (label_a, label_b))
+    lines = [f"| group | n | {head} |", "|---|---|" + "---|" * (2 * len(_SIDE_BY_SIDE))]
+    groups_a = {"all": a["all"], **a["by_language"], **a["by_type"]}
+    groups_b = {"all": b["all"], **b["by_language"], **b["by_type"]}
+    for name, sa in groups_a.items():
+        sb = groups_b.get(name) or {}
+        if not sa.get("n") or not sb.get("n"):
+            continue
+        cells = " | ".join(f(s) for _, f in _SIDE_BY_SIDE for s in (sa, sb))
+        lines.append(f"| {name} | {sa['n']} | {cells} |")
+    return lines
+
+
 def _cell(text: Any, limit: int = 220) -> str:
     text = " ".join(str(text or "").split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -271,7 +298,21 @@ def render(result: dict[str, Any], name: str, command: str) -> Report:
         "",
         *_table(s["by_type"], "question type"),
         "",
-        "## Per question",
+    ]
+    versus = result.get("versus")
+    if versus:
+        label = ", ".join(versus["overrides"])
+        lines += [
+            f"## Side by side: A (the settings above) and B (`{label}`)",
+            "",
+            f"The same questions in the same process; B's replies came from: {versus['modes_used']}; "
+            f"B took {versus['seconds']:.0f} s.",
+            "",
+            *side_by_side(s, versus["summary"], "A", "B"),
+            "",
+        ]
+    lines += [
+        "## Per question" + (", A" if versus else ""),
         "",
         "| id | type | status | recall | first link | missing | answer sentence (score) | reply |",
         "|---|---|---|---|---|---|---|---|",
@@ -283,6 +324,19 @@ def render(result: dict[str, Any], name: str, command: str) -> Report:
             f"{r['first_link_doc']}{'' if r['first_link_ok'] else ' ✗'} | {_cell('; '.join(r['missing']))} | "
             f"{answer} | {_cell(r['reply'], 300)} |"
         )
+    if versus:
+        lines += [
+            "",
+            "## Per question, B",
+            "",
+            "| id | type | status | recall | mode used | compose ms | missing | reply |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for v in versus["rows"]:
+            lines.append(
+                f"| {v['id']} | {v['type']} | {v['status']} | {v['recall']:.2f} | {v['mode_used']} | "
+                f"{v['compose_ms'] or 0:.0f} | {_cell('; '.join(v['missing']))} | {_cell(v['reply'], 300)} |"
+            )
     per_query = [
         {
             "query_id": r["id"],
@@ -319,7 +373,9 @@ def _cpu() -> str:
 
 
 def main_replies(args: argparse.Namespace) -> int:
-    """`chatbot eval replies --data FILE [--json] [--set ...] [--name NAME] [--cards DIR] [--limit N]`."""
+    """`chatbot eval replies --data FILE [--json] [--set ...] [--versus ...] [--name NAME] [--cards DIR]
+    [--limit N]`; ``--versus GROUP.FIELD=VALUE`` (repeatable) runs the set again with those overrides on top
+    (e.g. compose.mode=generative) and reports both side by side."""
     from chatbot.answer import answer
     from chatbot.ingest import ingest_paths
     from chatbot.pipeline import Services
@@ -327,9 +383,11 @@ def main_replies(args: argparse.Namespace) -> int:
 
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     overrides = list(args.set or [])
+    versus = list(getattr(args, "versus", None) or [])
     try:
         items = load_reply_set(args.data)[: args.limit] if args.limit else load_reply_set(args.data)
         settings = apply_overrides(load_settings(), overrides)
+        apply_overrides(settings.model_copy(deep=True), versus)  # a bad --versus fails now, not after run A
         cards = args.cards or DEFAULT_CARDS
         if not cards.exists():
             raise FileNotFoundError(f"cards folder {cards} not found")
@@ -355,6 +413,19 @@ def main_replies(args: argparse.Namespace) -> int:
             "overrides": overrides,
             "cpu": _cpu(),
         }
+        if versus:
+            start = time.perf_counter()
+            apply_overrides(settings, versus)  # the Services read these settings: same models, same index
+            log(f"versus {', '.join(versus)}")
+            answer(items[0].question, services)
+            other = run_replies(items, lambda q: answer(q, services), log=log)
+            modes = Counter(r["mode_used"] or r["status"] for r in other["rows"])
+            result["versus"] = {
+                "overrides": versus,
+                "seconds": round(time.perf_counter() - start, 1),
+                "modes_used": ", ".join(f"{m} {n}" for m, n in modes.most_common()),
+                **other,
+            }
         return result
 
     bench = Benchmark(f"replies-{name}", "key_fact_recall", run, metrics, lambda r: render(r, name, command_line()))
@@ -362,7 +433,8 @@ def main_replies(args: argparse.Namespace) -> int:
     result, report = bench.result, bench.path
     assert result is not None and report is not None
     if args.json:
-        print(json.dumps(result["summary"]))
+        extra = {"versus": result["versus"]["summary"]} if versus else {}
+        print(json.dumps({**result["summary"], **extra}))
     else:
         print(report.read_text(encoding="utf-8"))
     return 0

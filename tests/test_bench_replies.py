@@ -132,3 +132,42 @@ def test_opening_is_the_answer_traced_else_the_first_sentence_after_urgent_text_
     urgent = "URGENT: call 112."
     reply = f"{urgent}\n\n{OTHER_LANGUAGE_NOTE['it']}\n\nHave no more than 200 mg a day. Tea counts too."
     assert opening({"reply": reply, "urgent_message": urgent}) == "Have no more than 200 mg a day."
+
+
+def test_a_versus_run_is_reported_side_by_side_in_one_table(tmp_path: Path) -> None:
+    from evaluation.bench_replies import render
+
+    item = load_reply_set(_write(tmp_path, [ROW]))[0]
+
+    def reply(text: str, ms: float, mode: str) -> dict:
+        trace = {"timings_ms": {"compose": ms}, "compose": {"mode_used": mode}}
+        return {"status": "answered", "reply": text, "links": [], "trace": trace}
+
+    result = run_replies([item], lambda q: reply("Up to 200 milligrams a day.", 8.0, "extractive"), log=lambda *a: None)
+    other = run_replies([item], lambda q: reply("About 200 milligrams.", 9000.0, "generative"), log=lambda *a: None)
+    settings = {"compose_mode": "extractive", "answer_scorer": "cues", "embedding_model": "e5", "cpu": "t"}
+    result.update(
+        data="set.jsonl", seconds=1.0, settings={**settings, "pipeline": "dense", "overrides": [], "cpu": "t"}
+    )
+    result["versus"] = {"overrides": ["compose.mode=generative"], "seconds": 9.0, "modes_used": "generative 1", **other}
+    text = "\n".join(render(result, "t", "chatbot eval replies").body)
+
+    assert "## Side by side: A (the settings above) and B (`compose.mode=generative`)" in text
+    # recall A then B (both phrases, one: 1.0 vs 0.5), opening, refused, chars, compose p50 and p90 of each
+    assert "| all | 1 | 1.000 | 0.500 | 1.000 | 0.500 | 0 | 0 | 27 | 21 | 8 | 9000 | 8 | 9000 |" in text
+    assert "| how_much | 1 | 1.000 | 0.500 |" in text
+    assert "| q1 | how_much | answered | 0.50 | generative | 9000 | a day | About 200 milligrams. |" in text
+
+
+def test_a_bad_versus_override_is_an_error_before_anything_runs(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from evaluation.bench_replies import main_replies
+
+    args = argparse.Namespace(
+        data=_write(tmp_path, [ROW]), json=True, set=[], versus=["compose.no_such=1"], limit=None, cards=None,
+        out=tmp_path, name="t",
+    )  # fmt: skip
+    assert main_replies(args) == 2
+    assert "compose has no setting 'no_such'" in capsys.readouterr().err
+    assert not list(tmp_path.glob("replies-*"))
