@@ -102,6 +102,8 @@ def compose(question: str, *segments: Segment, model=None):
         ("che temperatura deve avere la stanza?", "how_much"),
         ("from what point in pregnancy should I sleep on my side?", "when"),
         ("what day is the heel prick test done?", "when"),
+        ("come faccio a misurare la febbre al neonato?", "what_to_do"),
+        ("quanto ci mettono gli anticorpi a formarsi?", "how_long"),
     ],
 )
 def test_question_types_in_english_and_italian(question: str, kind: str) -> None:
@@ -126,6 +128,8 @@ def test_cues_weigh_an_amount_a_time_and_a_reason() -> None:
     assert cue_score("what_to_do", "Bend your knees and keep your back straight when lifting.") == 0.7
     assert cue_score("what_to_do", "It is the position you stay in longest, so just turn onto your side.") == 0.7
     assert cue_score("what_to_do", "Water this hot kills bacteria in the powder.") == 0.0
+    assert cue_score("what_to_do", "Nei neonati misura la temperatura sotto l'ascella.") == 0.7
+    assert cue_score("what_to_do", "In the evening, eat a small snack.") == 0.7
     assert cue_score("why", "Water this hot kills bacteria in the powder.") == 0.7
 
 

@@ -24,7 +24,7 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "how_long",
         re.compile(
             r"\bhow long\b|\bfor how many\b|\bquanto dura\b|\bquanto tempo\b|\bper quanto\b|\bfino a quando\b|"
-            r"\bper quant[ie]\b",
+            r"\bper quant[ie]\b|\bquanto ci (?:mett\w+|vuole|vogliono)\b",
             re.I,
         ),
     ),
@@ -63,7 +63,8 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\bwhat (?:should|can|do|must) i do\b|\bwhat to do\b|\bwhat can i (?:do|take|try)\b|"
             r"\bhow (?:do|can|should) i\b|\bwhat helps\b|\bcosa (?:devo|posso|si deve|bisogna|si pu[oò]) fare\b|"
-            r"\bcosa faccio\b|\bche (?:cosa )?(?:devo|posso) fare\b|^\W*come (?:devo|posso|si)\b|\bcosa fare\b",
+            r"\bcosa faccio\b|\bche (?:cosa )?(?:devo|posso) fare\b|^\W*come (?:devo|posso|si|faccio|fare)\b|"
+            r"\bcosa fare\b",
             re.I,
         ),
     ),
@@ -98,7 +99,8 @@ _NUMBER_WORDS = r"(?:one|two|three|four|five|six|due|tre|quattro|cinque|sei|otto
 # "week 6", "weeks 16 to 20", "day five", "giorno 5"
 _UNIT_THEN_NUMBER = rf"\b(?:weeks?|days?|months?|settiman[ae]|giorn[oi]|mes[ei])\s+(?:{_NUMBER}|{_NUMBER_WORDS})\b"
 
-# Instructions open with an imperative (English and Italian second person); "..., so just turn onto your side"
+# Instructions open with an imperative (English and Italian second person), also after "so (just)", a semicolon,
+# a short opening phrase ("Nei neonati misura ...", "In the evening, eat ...") or a clause ending in a comma
 _IMPERATIVES = (
     r"contact|call|phone|ring|tell|speak|talk|ask|see|get|go|take|eat|drink|try|keep|use|avoid|stop|rest|sit|"
     r"wear|put|lie|lay|place|choose|bend|lift|turn|roll|hold|wash|boil|make|give|check|feed|offer|step|leave|"
@@ -169,7 +171,8 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
     "what_to_do": (
         (
             re.compile(
-                rf"(?:^(?:- )?|\bso (?:just )?|;\s*)(?:{_IMPERATIVES})\b|"
+                rf"(?:^(?:- )?|\bso (?:just )?|;\s*|^(?:in|nei|nel|nella|negli|nelle|per|con|dopo|prima|durante|"
+                rf"at|for|after|before|during)\b[^,;.:]{{0,60}}?\s|^[^.;:]{{0,80}}?,\s*)(?:{_IMPERATIVES})\b|"
                 r"^(?:if|se)\b[^.;]*?,\s*(?:contact|call|tell|speak|talk|ask|see|get|go|contatta|chiama|parlane|"
                 r"chiedi|rivolgiti|vai)\b",
                 re.I | re.M,
