@@ -182,8 +182,9 @@ def select_units(
 ) -> list[Candidate]:
     """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
     right after the answer: a type cue and evidence >= FOLLOW_RATIO of the answer's) or support it (a type
-    cue and evidence >= SUPPORT_RATIO, or a type cue or a word of the question and a score >= FILL_RATIO of
-    the answer's), the answer's segment first, then in reading order; then other
+    cue and evidence >= SUPPORT_RATIO; or, filling the length limit, a type cue or a word of the question, a
+    score >= FILL_RATIO and evidence >= FILL_EVIDENCE of the answer's), the answer's segment first, then in
+    reading order; then other
     documents' units that answer too (a type cue, a word of the question in the sentence itself, a card that
     names as much of the question as the answer's card, score >= OTHER_DOC_RATIO of the answer's). Each
     joins only while the reply stays within ``max_chars`` and ``max_units``, never a repeat."""
