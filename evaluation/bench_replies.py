@@ -229,6 +229,7 @@ def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
 
 _SIDE_BY_SIDE = (
     ("key-fact recall", lambda s: f"{s['key_fact_recall']:.3f}"),
+    ("any key fact", lambda s: f"{s.get('any_key_fact', 0.0):.3f}"),
     ("opens with it", lambda s: f"{s['opens_with_key_fact']:.3f}"),
     ("refused", lambda s: str(s["refused"])),
     ("chars (mean)", lambda s: f"{s['reply_chars_mean']:.0f}"),

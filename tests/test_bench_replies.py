@@ -153,8 +153,9 @@ def test_a_versus_run_is_reported_side_by_side_in_one_table(tmp_path: Path) -> N
     text = "\n".join(render(result, "t", "chatbot eval replies").body)
 
     assert "## Side by side: A (the settings above) and B (`compose.mode=generative`)" in text
-    # recall A then B (both phrases, one: 1.0 vs 0.5), opening, refused, chars, compose p50 and p90 of each
-    assert "| all | 1 | 1.000 | 0.500 | 1.000 | 0.500 | 0 | 0 | 27 | 21 | 8 | 9000 | 8 | 9000 |" in text
+    # recall A then B (both phrases, one: 1.0 vs 0.5), any key fact (both hold one), opening, refused, chars,
+    # compose p50 and p90 of each
+    assert "| all | 1 | 1.000 | 0.500 | 1.000 | 1.000 | 1.000 | 0.500 | 0 | 0 | 27 | 21 | 8 | 9000 | 8 | 9000 |" in text
     assert "| how_much | 1 | 1.000 | 0.500 |" in text
     assert "| q1 | how_much | answered | 0.50 | generative | 9000 | a day | About 200 milligrams. |" in text
 
