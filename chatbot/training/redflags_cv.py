@@ -35,6 +35,7 @@ from chatbot.training.redflag_vectors import embed_cached
 
 SETS = ("testset.jsonl", "testset-v2.jsonl", "testset-v3.jsonl", "testset-v4.jsonl")
 PATIENT_SEEDS = SEED_DIR / "patient_seeds.jsonl"
+BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame")
 GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
 
 
@@ -206,7 +207,7 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
         out / HEAD_FILE,
         **{f"{k}{i}": a.astype(np.float16) for i, (w, b) in enumerate(head.layers) for k, a in (("w", w), ("b", b))},
     )
-    bars = {k: chosen[k] for k in ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame")}
+    bars = {k: chosen[k] for k in BAR_KEYS}
     head_config = {
         "labels": list(LABELS), "layers": len(head.layers),
         "encoder": "multilingual-e5-small, int8 ONNX (chatbot models build-e5), 'query: ' prefix, whole message",
@@ -214,6 +215,16 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
         "seed": args.seed, "command": cmd,
     }  # fmt: skip
     (out / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
+
+
+def rebar(folder: Path, chosen: dict[str, Any], ng_threshold: float, cmd: str) -> None:
+    """Write the bars chosen on out-of-fold parts into the models of ``folder`` (fitted with ``--fit-only``)."""
+    head_config = json.loads((folder / HEAD_CONFIG).read_text(encoding="utf-8"))
+    head_config.update({k: chosen[k] for k in BAR_KEYS}, bars_command=cmd)
+    (folder / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config.update(threshold=ng_threshold, bars_command=cmd)
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,12 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ship", type=Path, default=None, help="train on everything and write the models here")
     ap.add_argument("--oof", type=Path, default=None, help="save the out-of-fold parts here (pickle)")
     ap.add_argument("--from-oof", type=Path, default=None, help="reuse saved out-of-fold parts (no CV training)")
+    ap.add_argument("--fit-only", action="store_true", help="with --ship: no CV; the bars are set by --rebar later")
+    ap.add_argument("--rebar", type=Path, default=None, help="with --from-oof: set the bars of the models in here")
     args = ap.parse_args(argv)
     cmd = "python -m chatbot.training.redflags_cv " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     sets = {name: load_rows(args.sets / name) for name in SETS}
     oof: dict[str, dict[str, Any]] = {}
     trainer: Trainer | None = None
+    if args.fit_only and args.ship:  # the shipped fit alone (side by side with the CV run); bars come later
+        clf, head = Trainer(args).fit(list(sets.values()))
+        save(args.ship, clf, head, {**gate.params({}), "negation_frame": False}, 0.5, args, cmd)
+        print(f"fitted on everything in {time.perf_counter() - t0:.0f} s; set the bars with --rebar", file=sys.stderr)
+        return 0
     if args.from_oof:
         oof = pickle.loads(args.from_oof.read_bytes())
     else:
@@ -271,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
         report[name]["misses"] = [f"[{a}] {t}" for t, a in miss]
     all_run = {k: np.concatenate([r[k] for r, _ in pooled]) for k in ("urgent", "lang", "action", "kind")}
     report["pooled"] = breakdown(all_run, np.concatenate([f for _, f in pooled]))
+    if args.rebar:
+        chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
+        ng_t = ngram_threshold(list(oof.values()), args.recall)
+        rebar(args.rebar, chosen, ng_t, cmd)
+        report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.rebar)}
     if args.ship:
         chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
         ng_t = ngram_threshold(list(oof.values()), args.recall)
