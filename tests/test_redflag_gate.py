@@ -14,7 +14,10 @@ P = {"weight": 0.5, "threshold": 0.6, "veto": 0.1, "framed_threshold": 0.8, "fra
 def test_older_configs_read_as_before():
     # session 7's head config: one threshold, a veto, no framed bars -> framed messages use the threshold
     p = gate.params({"threshold": 0.47, "veto": 0.0, "weight": 0.5})
-    assert p == {"weight": 0.5, "threshold": 0.47, "veto": 0.0, "framed_threshold": 0.47, "framed_veto": 0.47}
+    assert p == {
+        "weight": 0.5, "threshold": 0.47, "veto": 0.0, "framed_threshold": 0.47, "framed_veto": 0.47,
+        "veto_questions_only": 0.0,
+    }  # fmt: skip
     assert gate.params({}, weight=1.0)["weight"] == 1.0
 
 
@@ -56,3 +59,13 @@ def test_a_rule_bar_is_never_above_the_plain_bar_and_arrays_work():
 )
 def test_calm_frames_read_negated_symptoms_and_yield_to_a_present_danger(text, negation, frames):
     assert calm_frames(text, negation) == frames
+
+
+def test_the_veto_can_apply_to_questions_only():
+    # both models sure it is calm (mixed 0.075 < veto 0.1): a question's rule is vetoed, a statement's counts
+    q = {**P, "veto_questions_only": 1.0}
+    assert gate.urgent(0.05, 0.1, True, False, q, asks=True) is False
+    assert gate.urgent(0.05, 0.1, True, False, q, asks=False) is True
+    assert gate.urgent(0.05, 0.1, True, False, P, asks=False) is False  # without it (older configs): vetoed
+    assert gate.urgent(0.05, 0.1, False, False, q, asks=False) is False  # no rule: the plain bar 0.6
+    assert gate.urgent(0.35, 1.0, True, True, q, asks=False) is False  # framed: its own bar, question or not

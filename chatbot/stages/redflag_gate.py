@@ -9,6 +9,8 @@ denies ("no chest pain, not short of breath"), and no danger stated as present (
   score = min(mixed, ctx).
 - Four bars, one per cell (framed or not) x (a rule fired or not): ``threshold`` (no rule), ``veto`` (a rule;
   0 = a rule always counts), ``framed_threshold`` and ``framed_veto``. Urgent when score >= the cell's bar.
+  With ``veto_questions_only`` the ``veto`` applies only to a message that asks something (a "?"): a rule on an
+  unframed statement ("my baby isnt movin as much as normal") then always counts, whatever the models say.
   The bars are chosen by ``chatbot.training.redflags_cv`` on out-of-fold scores of the spent test sets.
 
 Works on floats and on numpy arrays alike (the training scores whole sets with the same function).
@@ -28,6 +30,7 @@ def params(meta: dict[str, Any], weight: float | None = None) -> dict[str, float
     out = {k: float(meta.get(k, v)) for k, v in DEFAULTS.items()}
     out["framed_threshold"] = float(meta.get("framed_threshold", out["threshold"]))
     out["framed_veto"] = float(meta.get("framed_veto", out["framed_threshold"]))
+    out["veto_questions_only"] = float(bool(meta.get("veto_questions_only", False)))
     if weight is not None:
         out["weight"] = weight
     return out
@@ -39,13 +42,16 @@ def score(ctx: Any, ngram: Any, framed: Any, p: dict[str, float]) -> Any:
     return np.where(framed, np.minimum(mixed, ctx), mixed)
 
 
-def bar(rule: Any, framed: Any, p: dict[str, float]) -> Any:
-    """The bar of each message's cell (a rule's bar is never above its cell's bar without a rule)."""
+def bar(rule: Any, framed: Any, p: dict[str, float], asks: Any = True) -> Any:
+    """The bar of each message's cell (a rule's bar is never above its cell's bar without a rule; with
+    ``veto_questions_only`` a rule on an unframed statement, ``asks`` False, has the bar 0)."""
     framed_bar = np.where(rule, min(p["framed_veto"], p["framed_threshold"]), p["framed_threshold"])
-    return np.where(framed, framed_bar, np.where(rule, min(p["veto"], p["threshold"]), p["threshold"]))
+    vetoed = np.logical_or(asks, not p.get("veto_questions_only", 0.0))
+    rule_bar = np.where(vetoed, min(p["veto"], p["threshold"]), 0.0)
+    return np.where(framed, framed_bar, np.where(rule, rule_bar, p["threshold"]))
 
 
-def urgent(ctx: Any, ngram: Any, rule: Any, framed: Any, p: dict[str, float]) -> Any:
+def urgent(ctx: Any, ngram: Any, rule: Any, framed: Any, p: dict[str, float], asks: Any = True) -> Any:
     """True where the message is urgent (a bool for one message, an array for arrays)."""
-    out = score(ctx, ngram, framed, p) >= bar(rule, framed, p)
+    out = score(ctx, ngram, framed, p) >= bar(rule, framed, p, asks)
     return bool(out) if np.ndim(out) == 0 else out

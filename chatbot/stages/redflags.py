@@ -162,8 +162,9 @@ def with_context(
         trace["framing"] = list(frames)
     urgent = float(gate.score(ctx.urgent_score, ng_urgent, bool(frames), p))
     threshold = float(gate.bar(False, bool(frames), p))
-    trace.update(combined=round(urgent, 4), threshold=threshold, veto=float(gate.bar(True, bool(frames), p)))
-    if flags and not gate.urgent(ctx.urgent_score, ng_urgent, True, bool(frames), p):
+    asks = "?" in text
+    trace.update(combined=round(urgent, 4), threshold=threshold, veto=float(gate.bar(True, bool(frames), p, asks)))
+    if flags and not gate.urgent(ctx.urgent_score, ng_urgent, True, bool(frames), p, asks):
         trace["vetoed"] = [f.category for f in flags]
         flags = []
     if urgent >= threshold:

@@ -72,7 +72,7 @@ def fit_head(vectors: np.ndarray, labels: list[str], hidden: int, alpha: float, 
 def parts(texts: list[str], clf: RedFlagClassifier, head: ContextHead, vectors: np.ndarray) -> dict[str, np.ndarray]:
     """Per message: ``ctx`` / ``ngram`` urgent scores, ``ctx_scores`` / ``ngram_scores`` (n, 4 actions),
     ``rule`` (a rule fired), ``rule_action`` (the first rule's action or ""), ``framed`` (past, hypothetical or
-    study, no present danger) and ``negated`` (denies a symptom, no present danger)."""
+    study, no present danger), ``negated`` (denies a symptom, no present danger) and ``asks`` (a "?")."""
     from chatbot.stages import redflag_rules as rules
     from chatbot.stages.redflag_framing import framing
     from chatbot.stages.redflags import CATEGORY_ACTION, rule_flags
@@ -88,6 +88,7 @@ def parts(texts: list[str], clf: RedFlagClassifier, head: ContextHead, vectors: 
         "rule_action": [],
         "framed": np.zeros(n, dtype=bool),
         "negated": np.zeros(n, dtype=bool),
+        "asks": np.array(["?" in t for t in texts], dtype=bool),
     }
     for i, t in enumerate(texts):
         calm = rules.without_negated(t)

@@ -35,7 +35,7 @@ from chatbot.training.redflag_vectors import embed_cached
 
 SETS = ("testset.jsonl", "testset-v2.jsonl", "testset-v3.jsonl", "testset-v4.jsonl")
 PATIENT_SEEDS = SEED_DIR / "patient_seeds.jsonl"
-BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame")
+BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame", "veto_questions_only")
 GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
 
 
@@ -60,6 +60,7 @@ def patient_rows() -> list[dict[str, Any]]:
 def _cells(run: dict[str, Any], p: dict[str, float], negation: bool) -> tuple[np.ndarray, np.ndarray]:
     framed = run["framed"] | (run["negated"] if negation else False)
     s = gate.score(run["ctx"], run["ngram"], framed, p)
+    s = np.where(~framed & run["rule"] & ~run["asks"], np.inf, s)  # veto_questions_only: a statement's rule counts
     return s, 2 * framed.astype(int) + run["rule"].astype(int)
 
 
@@ -99,7 +100,7 @@ def choose(
                 alarms = int(sum(fp[c, bars[c]] for c in range(4)))
                 if np.all(got >= np.array(need) - 1e-9) and (best is None or alarms < best["alarms"]):
                     names = ("threshold", "veto", "framed_threshold", "framed_veto")
-                    best = {"alarms": alarms, "weight": w, "negation_frame": negation}
+                    best = {"alarms": alarms, "weight": w, "negation_frame": negation, "veto_questions_only": True}
                     best.update({k: GRID[b] for k, b in zip(names, bars, strict=True)})
     if best is None:
         raise RuntimeError("no setting keeps the recall (lower --recall or --action-recall)")
@@ -108,7 +109,7 @@ def choose(
 
 def verdicts(run: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
     framed = run["framed"] | (run["negated"] if p["negation_frame"] else False)
-    return gate.urgent(run["ctx"], run["ngram"], run["rule"], framed, p)
+    return gate.urgent(run["ctx"], run["ngram"], run["rule"], framed, p, run["asks"])
 
 
 def rates(fired: np.ndarray, urgent: np.ndarray) -> dict[str, Any]:
@@ -258,11 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     trainer: Trainer | None = None
     if args.fit_only and args.ship:  # the shipped fit alone (side by side with the CV run); bars come later
         clf, head = Trainer(args).fit(list(sets.values()))
-        save(args.ship, clf, head, {**gate.params({}), "negation_frame": False}, 0.5, args, cmd)
+        placeholder = {**gate.params({}), "negation_frame": False, "veto_questions_only": True}
+        save(args.ship, clf, head, placeholder, 0.5, args, cmd)
         print(f"fitted on everything in {time.perf_counter() - t0:.0f} s; set the bars with --rebar", file=sys.stderr)
         return 0
     if args.from_oof:
         oof = pickle.loads(args.from_oof.read_bytes())
+        for name, run in oof.items():  # parts saved before "asks" existed
+            run.setdefault("asks", np.array(["?" in r["text"] for r in sets[name]], dtype=bool))
     else:
         trainer = Trainer(args)
         print(f"base: n-gram {len(trainer.ng_rows)}, head {len(trainer.hd_rows)} ({time.perf_counter() - t0:.0f} s)",
