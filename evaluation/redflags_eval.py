@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chatbot.stages import redflag_gate as gate
 from chatbot.stages.redflags import ACTIONS, CATEGORY_ACTION, raw_text, rule_flags, screen
 from evaluation.evaluator import Benchmark
 from evaluation.report import Report, add_output_args, command_line, output_target
@@ -292,7 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if context is not None:
         meta = context.head.meta
-        screen_name += f" OR contextual e5 head (threshold {meta['threshold']}), vetoed below {meta['veto']}"
+        bars = gate.params(meta)
+        screen_name += (
+            f" OR contextual e5 head (weight {bars['weight']}, threshold {bars['threshold']}), rules vetoed below "
+            f"{bars['veto']}; calm-framed messages{' (negation included)' if meta.get('negation_frame') else ''}: "
+            f"threshold {bars['framed_threshold']}, rules vetoed below {bars['framed_veto']}"
+        )
 
     def run() -> dict[str, Any]:
         return {

@@ -519,3 +519,42 @@ def test_the_shipped_screen_is_fast():
         screen(t)
         times.append((time.perf_counter() - start) * 1000)
     assert sorted(times)[len(times) // 2] < 50
+
+
+# session 8 (models trained on the spent sets v1-v4 and redflag_data/patient_seeds.jsonl): new sentences, in
+# neither; the kinds v4 missed (maternity-unit signs without textbook words, overdoses by abbreviation or
+# buried after an ordinary question) and its false alarms (negated symptoms, someone else's story, dose questions)
+PATIENT_WORDS_CASES = [
+    ("maternity_unit", "22 weeks and I've just noticed some pinky brown blood on my pants"),
+    ("maternity_unit", "30 wks, my back aches and it comes and goes every few minutes like waves"),
+    ("maternity_unit", "mia moglie è di 25 settimane e ha delle perdite rosso scuro da stamattina"),  # third person
+    ("maternity_unit", "sono a 29 setimane e ho perdite marroni e rosse da oggi"),  # typo
+    ("poisoning", "OD on ibuprofen, took 18 x 200mg an hour ago"),
+    ("poisoning", "Can I use Sudocrem on nappy rash? Also I took 20 paracetamol earlier today"),
+    ("poisoning", "ho preso 18 oki tutti insieme un'ora fa"),
+    ("poisoning", "Posso fare il bagnetto alla bimba con il raffreddore? Comunque stamattina ho preso 20 tachipirine"),
+]
+
+
+@shipped_context
+@pytest.mark.parametrize(("action", "text"), PATIENT_WORDS_CASES)
+def test_the_shipped_screen_reads_patients_words_and_abbreviations(action, text):
+    result = screen(text)
+
+    assert result.urgent is True
+    assert result.action == action
+
+
+@shipped_context
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No bleeding or pain, baby is kicking lots, just wondering when to pack my hospital bag",
+        "Nessuna perdita e nessun dolore, il bimbo si muove tanto, volevo sapere quando preparare la borsa",
+        "My aunt took an overdose years ago; how do I talk to my kids about it?",
+        "What is the maximum paracetamol dose in pregnancy?",
+        "Quante compresse di Oki posso prendere al giorno?",
+    ],
+)
+def test_the_shipped_screen_keeps_denials_other_peoples_stories_and_doses_calm(text):
+    assert screen(text).urgent is False

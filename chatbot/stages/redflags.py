@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.settings import DEMO_CORPUS
+from chatbot.stages import redflag_gate as gate
 from chatbot.stages import redflag_rules as rules
 from chatbot.stages.redflag_framing import framing
 
@@ -55,7 +56,6 @@ CATEGORY_ACTION: dict[str, str] = {
 
 RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
 MAX_SCREEN_CHARS = 60_000  # beyond this a message is not a patient's question; its start is screened
-FRAMED_THRESHOLD = 0.47  # the head alone decides a framed message (no present danger); chosen on dev v1-v3
 RULE_ACTION_SCORE = 0.5  # a rule's action is primary unless the classifier gives another one more
 
 
@@ -131,6 +131,17 @@ def context_score(context: Any, text: str) -> Any:
 _CONTEXT_WARNED = False
 
 
+def calm_frames(text: str, negation: bool = False) -> tuple[str, ...]:
+    """How the message frames its scary words (``redflag_framing``: past, hypothetical, study; with
+    ``negation`` also "negated" when it denies a symptom), () when it states a present danger."""
+    frames = framing(text)
+    if negation and rules.without_negated(text) != text:
+        frames = (*frames, "negated")
+    if frames and rules.present_danger(text):  # "...and now I'm bleeding": the present wins over the framing
+        return ()
+    return frames
+
+
 def with_context(
     text: str,
     flags: list[rules.RedFlag],
@@ -140,25 +151,20 @@ def with_context(
     ngram: Any,
     meta: dict[str, Any],
 ) -> list[rules.RedFlag]:
-    """The classifier's verdict when the contextual head ran: urgent = ``weight`` x head + (1 - ``weight``) x
-    n-gram urgent score (the head alone without the n-gram model) >= ``threshold``, its action the highest
-    mix of both. A rule counts unless that score is below ``veto`` (``framing_veto`` when the message is
-    framed as past, hypothetical or study). Fills ``scores`` and ``trace``; returns the rules that count."""
-    w = float(meta.get("weight", 0.5)) if ngram is not None else 1.0
+    """The classifier's verdict when the contextual head ran (``redflag_gate``): the mixed score of the head
+    and the n-gram model against the bar of the message's cell (calm-framed or not, a rule fired or not); the
+    action the highest mix of both. Fills ``scores`` and ``trace``; returns the rules that count."""
+    p = gate.params(meta, None if ngram is not None else 1.0)
     ng_urgent, ng_scores = (ngram.urgent_score, ngram.scores) if ngram is not None else (0.0, ctx.scores)
-    urgent = w * ctx.urgent_score + (1 - w) * ng_urgent
-    mixed = {a: w * ctx.scores[a] + (1 - w) * ng_scores[a] for a in ctx.scores}
-    trace.update(combined=round(urgent, 4), threshold=meta["threshold"], veto=meta["veto"])
-    frames = framing(text)
-    if frames and rules.present_danger(text):  # "...and now I'm bleeding": the present wins over the framing
-        trace["present_danger"] = True
-        frames = ()
-    threshold = meta["threshold"]
-    if frames:  # past, hypothetical or study: the contextual head, reading the whole message, must agree
+    mixed = {a: p["weight"] * ctx.scores[a] + (1 - p["weight"]) * ng_scores[a] for a in ctx.scores}
+    frames = calm_frames(text, bool(meta.get("negation_frame", False)))
+    if frames:
         trace["framing"] = list(frames)
-        urgent = min(urgent, ctx.urgent_score)
-        threshold = float(meta.get("framed_threshold", FRAMED_THRESHOLD))
-    if flags and urgent < (threshold if frames else meta["veto"]):
+    urgent = float(gate.score(ctx.urgent_score, ng_urgent, bool(frames), p))
+    threshold = float(gate.bar(False, bool(frames), p))
+    asks = "?" in text
+    trace.update(combined=round(urgent, 4), threshold=threshold, veto=float(gate.bar(True, bool(frames), p, asks)))
+    if flags and not gate.urgent(ctx.urgent_score, ng_urgent, True, bool(frames), p, asks):
         trace["vetoed"] = [f.category for f in flags]
         flags = []
     if urgent >= threshold:

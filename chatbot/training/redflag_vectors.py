@@ -7,6 +7,7 @@ build; it is keyed on the build's source checksum, so a rebuilt model starts a n
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ def embed_cached(texts: Sequence[str], encoder: object, chunk: int = 512) -> np.
         print(f"embedded {i + len(part)}/{len(todo)} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         if (i // chunk) % 8 == 7 or i + chunk >= len(todo):
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npz")
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")  # one per process: runs side by side
             np.savez(tmp, keys=np.array(list(known)), vectors=np.stack(list(known.values())))
             tmp.replace(path)
     return np.stack([known[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)

@@ -1,0 +1,319 @@
+"""Leave-one-set-out cross-validation of the red-flag screen over the spent test sets, and the shipped model.
+
+``python -m chatbot.training.redflags_cv [--report FILE.json] [--ship models/redflags]``
+
+The four earlier held-out sets (``evaluation/redflags/testset*.jsonl``, v1-v4) are spent, so they are
+training data now. For each set k: both models (the n-gram classifier and the e5 head) are trained on the
+seeds, the hand-written messages and the other three sets, and score set k (out-of-fold parts). The gate's
+bars (``chatbot.stages.redflag_gate``) for set k are chosen on the out-of-fold parts of the other three sets
+(their models saw set k as training data; the bars are four numbers); of the settings that keep recall >=
+``--recall`` in each language and >= ``--action-recall`` for each action, the one with the fewest false
+alarms. ``--ship``: both models trained on everything, the bars chosen on all four sets' out-of-fold parts.
+Fixed seeds; the e5 vectors are cached (``redflag_vectors``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chatbot.resources import workspace_root
+from chatbot.stages import redflag_gate as gate
+from chatbot.stages.redflag_classifier import LABELS, N_FEATURES
+from chatbot.stages.redflag_context import HEAD_CONFIG, HEAD_FILE
+from chatbot.training.redflag_dataset import ACTIONS, DATA_ROOT, SEED_DIR, build
+from chatbot.training.redflag_fit import dev_examples, fit_head, fit_ngram, ordinary_questions, parts
+from chatbot.training.redflag_vectors import embed_cached
+
+SETS = ("testset.jsonl", "testset-v2.jsonl", "testset-v3.jsonl", "testset-v4.jsonl")
+PATIENT_SEEDS = SEED_DIR / "patient_seeds.jsonl"
+BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame", "veto_questions_only")
+GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def patient_rows() -> list[dict[str, Any]]:
+    """``redflag_data/patient_seeds.jsonl`` (lang, label, kind, text) in the test sets' row format."""
+    if not PATIENT_SEEDS.exists():
+        return []
+    return [
+        {"language": r["lang"], "text": r["text"], "urgent": r["label"] != "none",
+         "action": None if r["label"] == "none" else r["label"], "kind": r["kind"]}
+        for r in load_rows(PATIENT_SEEDS)
+    ]  # fmt: skip
+
+
+# -- choosing the bars -----------------------------------------------------------------------------------
+
+
+def _cells(run: dict[str, Any], p: dict[str, float], negation: bool) -> tuple[np.ndarray, np.ndarray]:
+    framed = run["framed"] | (run["negated"] if negation else False)
+    s = gate.score(run["ctx"], run["ngram"], framed, p)
+    s = np.where(~framed & run["rule"] & ~run["asks"], np.inf, s)  # veto_questions_only: a statement's rule counts
+    return s, 2 * framed.astype(int) + run["rule"].astype(int)
+
+
+def choose(
+    runs: list[dict[str, Any]], recall: float, action_recall: float, weights: tuple[float, ...], max_veto: float
+) -> dict[str, Any]:
+    """The weight, the calm frame (with or without negation) and the four bars with the fewest false alarms
+    over ``runs`` that keep the recalls (pooled over the runs); a Lagrangian sweep over the cost of a miss."""
+    best: dict[str, Any] | None = None
+    for w in weights:
+        for negation in (False, True):
+            p = {"weight": w}
+            s, cell = map(np.concatenate, zip(*(_cells(r, p, negation) for r in runs), strict=True))
+            urgent = np.concatenate([r["urgent"] for r in runs])
+            lang = np.concatenate([r["lang"] for r in runs])
+            action = np.concatenate([r["action"] for r in runs])
+            groups = [lang == g for g in ("en", "it")] + [action == a for a in ACTIONS]
+            need = [recall, recall] + [action_recall] * len(ACTIONS)
+            fires = s[None, :] >= GRID[:, None]  # (bars, messages)
+            fp = np.stack([(fires & (~urgent & (cell == c))).sum(1) for c in range(4)])  # (cells, bars)
+            tp = np.stack(
+                [np.stack([(fires & (g & urgent & (cell == c))).sum(1) for g in groups], 1) for c in range(4)]
+            )
+            sizes = np.array([max(1, (g & urgent).sum()) for g in groups])
+            gain = (tp / sizes).sum(2)  # (cells, bars): recall gained over the groups
+            for lam in np.geomspace(0.05, 500, 80):
+                bars = []
+                for plain, ruled in ((0, 1), (2, 3)):  # a rule's bar <= the bar without a rule
+                    cost = fp[plain] - lam * gain[plain]
+                    pairs = cost[:, None] + (fp[ruled] - lam * gain[ruled])[None, :]
+                    pairs[np.triu_indices(len(GRID), 1)] = np.inf  # a rule's bar above the plain bar
+                    if plain == 0:
+                        pairs[:, GRID > max_veto + 1e-9] = np.inf
+                    i, j = np.unravel_index(np.argmin(pairs), pairs.shape)
+                    bars += [int(i), int(j)]
+                got = sum(tp[c, bars[c]] for c in range(4)) / sizes
+                alarms = int(sum(fp[c, bars[c]] for c in range(4)))
+                if np.all(got >= np.array(need) - 1e-9) and (best is None or alarms < best["alarms"]):
+                    names = ("threshold", "veto", "framed_threshold", "framed_veto")
+                    best = {"alarms": alarms, "weight": w, "negation_frame": negation, "veto_questions_only": True}
+                    best.update({k: GRID[b] for k, b in zip(names, bars, strict=True)})
+    if best is None:
+        raise RuntimeError("no setting keeps the recall (lower --recall or --action-recall)")
+    return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in best.items()}
+
+
+def verdicts(run: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
+    framed = run["framed"] | (run["negated"] if p["negation_frame"] else False)
+    return gate.urgent(run["ctx"], run["ngram"], run["rule"], framed, p, run["asks"])
+
+
+def rates(fired: np.ndarray, urgent: np.ndarray) -> dict[str, Any]:
+    tp, fp = int((fired & urgent).sum()), int((fired & ~urgent).sum())
+    return {"urgent": int(urgent.sum()), "ordinary": int((~urgent).sum()),
+            "recall": round(tp / max(1, urgent.sum()), 4) if urgent.any() else None,
+            "false_alarms": fp, "false_alarm_rate": round(fp / max(1, (~urgent).sum()), 4) if (~urgent).any() else None,
+            "precision": round(tp / max(1, tp + fp), 4)}  # fmt: skip
+
+
+def breakdown(run: dict[str, Any], fired: np.ndarray) -> dict[str, Any]:
+    u = run["urgent"]
+    out = {"all": rates(fired, u)}
+    for key, col in (("language", "lang"), ("action", "action"), ("kind", "kind")):
+        for v in sorted(set(run[col].tolist())):
+            m = run[col] == v
+            out[f"{key}={v or 'none'}"] = rates(fired[m], u[m])
+    return out
+
+
+# -- training --------------------------------------------------------------------------------------------
+
+
+class Trainer:
+    """The fixed part of the training data (built once) and the fits per fold."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from chatbot.e5_runtime import E5StandardEmbedder
+        from chatbot.training.redflags import matrix
+        from chatbot.training.redflags_context import context_rows
+
+        self.args = args
+        self.encoder = E5StandardEmbedder(threads=args.threads)
+        self.ordinary = ordinary_questions(args.seed)
+        ng = build(random.Random(args.seed), 40, 25, args.data_root, 600, 25)["train"]
+        hd = build(random.Random(args.seed), 10, 8, args.data_root, 600, 8)["train"]
+        hd += context_rows(random.Random(args.seed), 8)["train"]
+        own = patient_rows()
+        ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient")
+        hd += dev_examples(own, args.head_variants, self.ordinary, "patient")
+        self.ng_rows, self.hd_rows = ng, hd
+        self.ng_x = matrix([r[0] for r in ng])
+        self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
+        self.matrix = matrix
+
+    def fit(self, sets: list[list[dict[str, Any]]]) -> tuple[Any, Any]:
+        from scipy.sparse import vstack
+
+        a = self.args
+        rows = [r for s in sets for r in s]
+        ng_extra = dev_examples(rows, a.ngram_variants, self.ordinary, "dev")
+        hd_extra = dev_examples(rows, a.head_variants, self.ordinary, "dev")
+        x = vstack([self.ng_x, self.matrix([r[0] for r in ng_extra])]).tocsr() if ng_extra else self.ng_x
+        clf = fit_ngram(x, [r[1] for r in self.ng_rows + ng_extra], a.C, a.seed)
+        hx = np.vstack([self.hd_x, embed_cached([r[0] for r in hd_extra], self.encoder)]) if hd_extra else self.hd_x
+        head = fit_head(hx, [r[1] for r in self.hd_rows + hd_extra], a.hidden, a.alpha, a.seed)
+        return clf, head
+
+    def score(self, clf: Any, head: Any, rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        texts = [r["text"] for r in rows]
+        run = parts(texts, clf, head, embed_cached(texts, self.encoder))
+        run.update(name=name, urgent=np.array([bool(r["urgent"]) for r in rows]),
+                   lang=np.array([r["language"] for r in rows]), action=np.array([r.get("action") or "" for r in rows]),
+                   kind=np.array([str(r.get("kind")) for r in rows]))  # fmt: skip
+        return run
+
+
+def ngram_threshold(runs: list[dict[str, Any]], recall: float) -> float:
+    """The n-gram model's own threshold (used when the e5 head is unavailable): the highest at which rules OR
+    the n-gram model keep ``recall`` in each language over ``runs``."""
+    ng = np.concatenate([r["ngram"] for r in runs])
+    rule = np.concatenate([r["rule"] for r in runs])
+    urgent = np.concatenate([r["urgent"] for r in runs])
+    lang = np.concatenate([r["lang"] for r in runs])
+    best = 0.05
+    for t in GRID[1:]:
+        fired = rule | (ng >= t)
+        if all(fired[urgent & (lang == g)].mean() >= recall for g in ("en", "it")):
+            best = float(t)
+    return best
+
+
+def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: float, args: Any, cmd: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    q, scale = clf.int8
+    np.savez_compressed(out / "weights.npz", weights_int8=q, scales=scale, bias=clf.bias)
+    config = {
+        "labels": list(LABELS), "threshold": ng_threshold, "n_features": N_FEATURES,
+        "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words, folded text, log tf, L2",
+        "head": f"multinomial logistic regression, C={args.C}, int8 weights (one scale per class)",
+        "seed": args.seed, "framing_floor": 0.0, "rule_floor": 0.0, "command": cmd,
+        "note": "threshold: rules OR this model alone (the screen without the e5 head), chosen out of fold",
+    }  # fmt: skip
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    np.savez_compressed(
+        out / HEAD_FILE,
+        **{f"{k}{i}": a.astype(np.float16) for i, (w, b) in enumerate(head.layers) for k, a in (("w", w), ("b", b))},
+    )
+    bars = {k: chosen[k] for k in BAR_KEYS}
+    head_config = {
+        "labels": list(LABELS), "layers": len(head.layers),
+        "encoder": "multilingual-e5-small, int8 ONNX (chatbot models build-e5), 'query: ' prefix, whole message",
+        "head": f"MLP, {args.hidden} ReLU units, alpha {args.alpha}, float16 weights", **bars,
+        "seed": args.seed, "command": cmd,
+    }  # fmt: skip
+    (out / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
+
+
+def rebar(folder: Path, chosen: dict[str, Any], ng_threshold: float, cmd: str) -> None:
+    """Write the bars chosen on out-of-fold parts into the models of ``folder`` (fitted with ``--fit-only``)."""
+    head_config = json.loads((folder / HEAD_CONFIG).read_text(encoding="utf-8"))
+    head_config.update({k: chosen[k] for k in BAR_KEYS}, bars_command=cmd)
+    (folder / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config.update(threshold=ng_threshold, bars_command=cmd)
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags_cv", description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", type=Path, default=workspace_root() / "evaluation" / "redflags")
+    ap.add_argument("--data-root", type=Path, default=DATA_ROOT)
+    ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--C", type=float, default=4.0)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--alpha", type=float, default=1e-2)
+    ap.add_argument("--ngram-variants", type=int, default=25, help="variants per test-set / patient message")
+    ap.add_argument("--head-variants", type=int, default=8)
+    ap.add_argument("--recall", type=float, default=0.985, help="pooled recall per language the bars keep")
+    ap.add_argument("--action-recall", type=float, default=0.97, help="pooled recall per action the bars keep")
+    ap.add_argument("--weights", type=float, nargs="+", default=[0.3, 0.5, 0.7], help="head weights tried")
+    ap.add_argument(
+        "--max-veto", type=float, default=0.0, help="highest bar for a rule on an unframed message (0: it counts)"
+    )
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--report", type=Path, default=None)
+    ap.add_argument("--ship", type=Path, default=None, help="train on everything and write the models here")
+    ap.add_argument("--oof", type=Path, default=None, help="save the out-of-fold parts here (pickle)")
+    ap.add_argument("--from-oof", type=Path, default=None, help="reuse saved out-of-fold parts (no CV training)")
+    ap.add_argument("--fit-only", action="store_true", help="with --ship: no CV; the bars are set by --rebar later")
+    ap.add_argument("--rebar", type=Path, default=None, help="with --from-oof: set the bars of the models in here")
+    args = ap.parse_args(argv)
+    cmd = "python -m chatbot.training.redflags_cv " + " ".join(argv if argv is not None else sys.argv[1:])
+    t0 = time.perf_counter()
+    sets = {name: load_rows(args.sets / name) for name in SETS}
+    oof: dict[str, dict[str, Any]] = {}
+    trainer: Trainer | None = None
+    if args.fit_only and args.ship:  # the shipped fit alone (side by side with the CV run); bars come later
+        clf, head = Trainer(args).fit(list(sets.values()))
+        placeholder = {**gate.params({}), "negation_frame": False, "veto_questions_only": True}
+        save(args.ship, clf, head, placeholder, 0.5, args, cmd)
+        print(f"fitted on everything in {time.perf_counter() - t0:.0f} s; set the bars with --rebar", file=sys.stderr)
+        return 0
+    if args.from_oof:
+        oof = pickle.loads(args.from_oof.read_bytes())
+        for name, run in oof.items():  # parts saved before "asks" existed
+            run.setdefault("asks", np.array(["?" in r["text"] for r in sets[name]], dtype=bool))
+    else:
+        trainer = Trainer(args)
+        print(f"base: n-gram {len(trainer.ng_rows)}, head {len(trainer.hd_rows)} ({time.perf_counter() - t0:.0f} s)",
+              file=sys.stderr)  # fmt: skip
+        for name in SETS:
+            clf, head = trainer.fit([rows for other, rows in sets.items() if other != name])
+            oof[name] = trainer.score(clf, head, sets[name], name)
+            print(f"fold {name} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if args.oof:
+            args.oof.parent.mkdir(parents=True, exist_ok=True)
+            args.oof.write_bytes(pickle.dumps(oof))
+    report: dict[str, Any] = {"command": cmd, "recall_target": args.recall, "action_recall_target": args.action_recall}
+    pooled: list[tuple[dict[str, Any], np.ndarray]] = []
+    for name in SETS:
+        chosen = choose([oof[o] for o in SETS if o != name], args.recall, args.action_recall, tuple(args.weights),
+                        args.max_veto)  # fmt: skip
+        fired = verdicts(oof[name], chosen)
+        pooled.append((oof[name], fired))
+        report[name] = {"bars": chosen, **breakdown(oof[name], fired)}
+        report[name]["ngram_alone"] = rates(oof[name]["ngram"] >= 0.5, oof[name]["urgent"])
+        report[name]["rules_alone"] = rates(oof[name]["rule"], oof[name]["urgent"])
+        miss = [(t, a) for t, f, u, a in zip((r["text"] for r in sets[name]), fired, oof[name]["urgent"],
+                                             oof[name]["action"], strict=True) if u and not f]  # fmt: skip
+        report[name]["misses"] = [f"[{a}] {t}" for t, a in miss]
+    all_run = {k: np.concatenate([r[k] for r, _ in pooled]) for k in ("urgent", "lang", "action", "kind")}
+    report["pooled"] = breakdown(all_run, np.concatenate([f for _, f in pooled]))
+    if args.rebar:
+        chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
+        ng_t = ngram_threshold(list(oof.values()), args.recall)
+        rebar(args.rebar, chosen, ng_t, cmd)
+        report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.rebar)}
+    if args.ship:
+        chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
+        ng_t = ngram_threshold(list(oof.values()), args.recall)
+        trainer = trainer or Trainer(args)
+        clf, head = trainer.fit(list(sets.values()))
+        save(args.ship, clf, head, chosen, ng_t, args, cmd)
+        report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.ship)}
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    for name in [*SETS, "pooled"]:
+        block = report[name]
+        print(name, json.dumps({k: block[k] for k in ("all", "language=en", "language=it")}), file=sys.stderr)
+    print(f"done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
