@@ -19,6 +19,7 @@ from chatbot.stages.relevance_gate import (
     lexicon_of,
     load_gate,
     parse_gate,
+    unknown_words,
     unmatched_rare,
 )
 from corpus.model import Segment
@@ -91,7 +92,7 @@ def test_parse_gate_reads_the_embedders_entry_and_rejects_bad_files():
         parse_gate(_doc(), "minilm")
     with pytest.raises(ValueError, match="differ from this code's"):
         parse_gate({**_doc(), "features": ["dense_best"]}, "e5-onnx")
-    with pytest.raises(ValueError, match=r"e5-onnx.coef must hold 10 numbers"):
+    with pytest.raises(ValueError, match=r"e5-onnx.coef must hold 15 numbers"):
         parse_gate(_doc(coef=[1.0]), "e5-onnx")
     with pytest.raises(ValueError, match="scale must be positive"):
         parse_gate(_doc(scale=[0.0] * len(FEATURES)), "e5-onnx")
@@ -102,9 +103,11 @@ def test_the_shipped_gate_file_loads_for_e5_onnx():
     model = load_gate(str(settings.safety.relevance_gate_model), "e5-onnx")
     assert len(model.coef) == len(FEATURES)
     assert 0.0 < model.threshold < 1.0
-    # the classifier weighs the cross-encoder and the cosine up, an unmatched rare word down
+    # the classifier weighs the cross-encoder, the cosine and the word overlap up, words the corpus never uses down
+    # (in both languages: the Italian weight adds to the shared one)
     weights = dict(zip(FEATURES, model.coef, strict=True))
-    assert weights["dense_best"] > 0 and weights["cross_encoder"] > 0 and weights["unmatched_rare"] < 0
+    assert weights["dense_best"] > 0 and weights["cross_encoder"] > 0 and weights["lexical"] > 0
+    assert weights["unknown_words"] < 0 and weights["unknown_words"] + weights["unknown_words_it"] < 0
 
 
 def test_lexical_overlap_counts_content_words_by_prefix_in_both_languages():
@@ -141,6 +144,26 @@ def test_rare_words_weigh_more_and_a_word_the_corpus_never_uses_is_flagged():
     assert unmatched_rare("symptoms of glaucoma", links, None) == 0.0
 
 
+def test_unknown_words_weigh_the_words_the_corpus_never_uses():
+    docs = [
+        seg("a", "Sintomi della pre-eclampsia in gravidanza.", "Pressione alta", "it"),
+        seg("b", "Symptoms of anaemia in pregnancy.", "Anaemia"),
+        seg("c", "Coffee and caffeine.", "Caffeine"),
+    ]
+    lex = lexicon_of(docs)
+    idf = {w: math.log(1 + 3 / (1 + lex.df.get(w, 0))) for w in ("sinto", "glauc", "gravi")}
+    assert lex.df["sinto"] == 1 and "glauc" not in lex.df
+    # "Quali sono i sintomi del glaucoma?": content words sintomi (in card a), glaucoma (in no card); quali,
+    # sono, del are function words
+    assert unknown_words("Quali sono i sintomi del glaucoma?", lex) == pytest.approx(
+        idf["glauc"] / (idf["glauc"] + idf["sinto"])
+    )
+    assert unknown_words("sintomi in gravidanza", lex) == 0.0  # every word is in the corpus
+    assert unknown_words("glaucoma", lex) == 1.0
+    assert unknown_words("the and of?", lex) == 0.0  # no content words
+    assert unknown_words("glaucoma", None) == 0.0  # no lexicon
+
+
 class FakeCrossEncoder:
     name = "cross-encoder"
 
@@ -165,7 +188,17 @@ def test_features_of_hand_made_hits():
     assert f["italian"] == 1.0
     assert f["length"] == pytest.approx(math.log(3))  # asthma, night -> 2 content words
     assert f["exclusion"] == 0.0
+    assert f["unknown_words"] == 0.0  # no lexicon
+    # the Italian copies of the cosine, margin and overlap: the features themselves on an Italian question
+    assert (f["dense_best_it"], f["dense_margin_it"], f["lexical_it"]) == (
+        f["dense_best"],
+        f["dense_margin"],
+        f["lexical"],
+    )
     assert ce.calls == [("asthma at night", ["d0", "d1", "d2"])]
+    english = gate_features("asthma at night", ranked[:3], ranked, "en", ce)
+    assert english["dense_best_it"] == english["dense_margin_it"] == english["lexical_it"] == 0.0
+    assert english["cross_encoder_it"] == english["unknown_words_it"] == english["italian"] == 0.0
 
 
 def test_features_reuse_the_rerank_stages_cross_encoder_scores_and_judge_the_positive_part():

@@ -59,7 +59,17 @@ def ask(services, question: str) -> dict:
     [
         ("Posso bere caffè in gravidanza?", "it-alimentazione-gravidanza"),
         ("Is it safe to drink coffee when pregnant?", "en-preg-caffeine"),
+        # an exclusion question is judged by its positive part (issue 19 item 7)
         ("Which foods are high in iron apart from red meat?", "en-preg-iron-anaemia"),
+        pytest.param(
+            "What should I do if my waters ever break early? I just want a plan",
+            "en-preg-signs-of-labour",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known miss: the signs-of-labour card is the first link, but cosine 0.862, cross-encoder "
+                "0.29 and the long patient tail give P 0.20 < 0.46; evaluation/results/relevance-gate-s8.md",
+            ),
+        ),
     ],
 )
 def test_plain_questions_are_answered_with_three_links(services, question, card):
@@ -75,14 +85,9 @@ def test_plain_questions_are_answered_with_three_links(services, question, card)
 @pytest.mark.parametrize(
     "question",
     [
-        pytest.param(
-            "Quali sono i sintomi del glaucoma?",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss (the threshold gate answered it too): cosine 0.867, P 0.41 >= 0.34; "
-                "evaluation/results/relevance-gate.md",
-            ),
-        ),
+        # answered from the pre-eclampsia card until session 8 (P 0.41 >= 0.34): "glaucoma" is in no card
+        # (unknown_words), evaluation/results/relevance-gate-s8.md
+        "Quali sono i sintomi del glaucoma?",
         "How do I reset my wifi router?",
         "Come si prepara il tiramisù?",
     ],

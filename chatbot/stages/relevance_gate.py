@@ -1,6 +1,7 @@
 """The "no certified information" gate as a small calibrated classifier: a logistic regression over scores the
-pipeline already has (bi-encoder cosines, the cross-encoder's score of the links, lexical overlap, language,
-length), with its coefficients shipped as data (models/relevance_gate/gate.json, fitted by
+pipeline already has (bi-encoder cosines, the cross-encoder's score of the links, lexical overlap, the share of
+words the corpus never uses, language, with Italian questions' own weights for the cosine, margin, overlap and
+unknown words, length), with its coefficients shipped as data (models/relevance_gate/gate.json, fitted by
 ``python -m evaluation.redteam.gate_fit``)."""
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ FEATURES = (
     "italian",  # 1 for an Italian question
     "length",  # log(1 + content words of the question)
     "exclusion",  # 1 when the gate judged the positive part of an exclusion question
+    "unknown_words",  # IDF-weighted share of the question's content words that the corpus never uses
+    # Italian questions' own weights (per-language calibration: Italian cards are few, the reranker reads English)
+    "dense_best_it",
+    "dense_margin_it",
+    "lexical_it",
+    "unknown_words_it",
 )
 
 
@@ -88,6 +95,17 @@ def unmatched_rare(question: str, hits: Sequence[Hit], lexicon: Lexicon | None) 
     return max((lexicon.idf(w) for w in missing), default=0.0) / lexicon.max_idf
 
 
+def unknown_words(question: str, lexicon: Lexicon | None) -> float:
+    """IDF-weighted share of the question's content words (5-letter prefixes) that no segment of the corpus
+    uses ("glaucoma", "tatuaggio"): a question about something the library never mentions; 0 without a
+    lexicon or content words."""
+    words = _prefixes(question)
+    if lexicon is None or not words:
+        return 0.0
+    weight = {w: lexicon.idf(w) for w in words}
+    return sum(v for w, v in weight.items() if lexicon.df.get(w, 0) == 0) / sum(weight.values())
+
+
 def _score(hit: Hit, key: str) -> float | None:
     value = hit.detail.get(key)
     return None if value is None else float(value)
@@ -125,17 +143,25 @@ def gate_features(
         else:
             ce = float(max(cross_encoder.score(text, list(top))))
     italian = 1.0 if language == "it" else 0.0
+    margin = best - (sum(rest) / len(rest) if rest else second)
+    lexical = lexical_overlap(text, top, lexicon)
+    unknown = unknown_words(text, lexicon)
     return {
         "dense_best": best,
         "dense_second": second,
-        "dense_margin": best - (sum(rest) / len(rest) if rest else second),
+        "dense_margin": margin,
         "cross_encoder": ce,
         "cross_encoder_it": ce * italian,
-        "lexical": lexical_overlap(text, top, lexicon),
+        "lexical": lexical,
         "unmatched_rare": unmatched_rare(text, top, lexicon),
         "italian": italian,
         "length": math.log1p(len(content_words(text))),
         "exclusion": 1.0 if key != "dense" else 0.0,
+        "unknown_words": unknown,
+        "dense_best_it": best * italian,
+        "dense_margin_it": margin * italian,
+        "lexical_it": lexical * italian,
+        "unknown_words_it": unknown * italian,
     }
 
 

@@ -3,7 +3,8 @@
 Dev data (never the red-team set, the reply sets or any test split):
 - ``relevance_dev.jsonl`` (133 hand-written questions, en/it, the threshold gate's dev set);
 - ``gate_dev.jsonl`` (hand-written for this gate: patients' wording, Italian, near-domain out-of-scope questions
-  and exclusion questions, en/it);
+  and exclusion questions, en/it); ``gate_dev_s8.jsonl`` (12 more exclusion questions, session 8);
+- ``relevance_test.jsonl`` (206, by an independent author; scored once as held-out in session 7, dev since);
 - MEDIQA / MEDIQA-it consumer questions of the TRAIN split on non-maternal topics, as out-of-scope questions
   (named by id only in the outputs).
 
@@ -11,7 +12,10 @@ Each question goes through the answer path's own steps up to the gate with the s
 pipeline, links, cross-encoder: the product's features), against the demo cards indexed in
 ``/tmp/redteam-EMBEDDER``. A logistic regression on standardised features (``chatbot.stages.relevance_gate``),
 each (language, class) group weighted equally; C chosen by cross-validated log-loss (5 folds x 3 seeds), the
-probability threshold by the mean balanced accuracy of the two languages. Writes the coefficients of this embedder into
+probability threshold on the plateau of the mean balanced accuracy of the two languages: the lowest whose
+out-of-fold refusal recall reaches RECALL_TARGET in both. Leave-one-file-out: the whole
+procedure refitted without each source (MEDIQA and MEDIQA-it count as one) and scored on it, the nearest thing to
+a fresh set by another author that dev data gives. Writes the coefficients of this embedder into
 ``models/relevance_gate/gate.json`` (other embedders' entries kept) and prints the cross-validated numbers.
 
     CHATBOT_EMBEDDING__MODEL=e5-onnx python -m evaluation.redteam.gate_fit
@@ -37,14 +41,20 @@ from evaluation.splits import split_of
 
 PROG = "python -m evaluation.redteam.gate_fit"
 GATE_DEV = Path(str(files("evaluation.redteam") / "gate_dev.jsonl"))
+GATE_DEV_S8 = Path(str(files("evaluation.redteam") / "gate_dev_s8.jsonl"))  # exclusion questions, session 8
+TEST = Path(str(files("evaluation.redteam") / "relevance_test.jsonl"))  # scored once in session 7: dev now
 GATE_FILE = shipped_model("relevance_gate") / "gate.json"
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+# The goal is refusal recall >= 0.88 per language on fresh questions; out-of-fold recall on dev ran ~0.05 above
+# the recall on a file by another author (relevance_test.jsonl left out, session 8), hence the margin.
+RECALL_TARGET = 0.92
+BA_SLACK = 0.01
 
 
 def dev_rows() -> list[dict[str, Any]]:
     """{id, text, language, in_scope, source} of every dev question (MEDIQA's text is never written out)."""
     rows = []
-    for path in (DEV, GATE_DEV):
+    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)
@@ -59,17 +69,47 @@ def dev_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def features_of(rows: list[dict[str, Any]], data_dir: Path, log=print) -> list[dict[str, Any]]:
-    """The gate's features of each question, computed on the answer path's own steps up to the gate
-    (chatbot.answer: language, retrieval text, route, pipeline, content gate, urgent fillers), without
-    composing a reply; also whether the threshold gate answered. Skips what ``answer`` would not search
-    (unsupported language, nothing left to search)."""
+class _Recorder:
+    """The real cross-encoder, remembering the scores the gate asked for (stored in the cache)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.name, self.scores = model, model.name, None
+
+    def score(self, question: str, hits: list[Any]) -> Any:
+        self.scores = [float(x) for x in self.model.score(question, hits)]
+        return np.array(self.scores)
+
+
+class _Replay:
+    """The cross-encoder scores stored in the cache, given back in the gate's order."""
+
+    def __init__(self, name: str, scores: list[float] | None) -> None:
+        self.name, self.scores = name, scores
+
+    def score(self, question: str, hits: list[Any]) -> np.ndarray:
+        if self.scores is None or len(self.scores) != len(hits):
+            raise ValueError("cached retrieval has no cross-encoder scores for these links: delete the cache")
+        return np.array(self.scores)
+
+
+def _hit_record(hit: Any) -> dict[str, Any]:
+    return {"id": hit.segment.id, "detail": {k: float(v) for k, v in hit.detail.items()}}
+
+
+def retrieval_of(rows: list[dict[str, Any]], data_dir: Path, log=print) -> list[dict[str, Any]]:
+    """What the gate sees for each question, from the answer path's own steps up to the gate (chatbot.answer:
+    language, retrieval text, route, pipeline, content gate, urgent fillers), without composing a reply: the
+    links and ranked documents (segment ids and scores), the cross-encoder scores the gate asked for, and
+    whether the threshold gate answered. Skips what ``answer`` would not search (unsupported language,
+    nothing left to search). Features are computed from this record (``features_from``), so a new feature
+    needs no new retrieval."""
     from chatbot.content_gate import gate_result
     from chatbot.language import detect_language
     from chatbot.pipeline import Services, run_pipeline
     from chatbot.settings import load_settings
     from chatbot.stages import safety as sf
-    from chatbot.stages.relevance import classifier_features, relevance, without_urgent_fillers
+    from chatbot.stages.relevance import corpus_lexicon, relevance, without_urgent_fillers
+    from chatbot.stages.relevance_gate import gate_features
     from chatbot.stages.route import route
 
     settings = load_settings(paths={"data_dir": data_dir})
@@ -81,27 +121,57 @@ def features_of(rows: list[dict[str, Any]], data_dir: Path, log=print) -> list[d
         lang = detect_language(r["text"], min_confidence=settings.safety.language_min_confidence)
         query = sf.retrieval_text(r["text"])
         if not lang.supported or not query:
+            out.append({**r, "skipped": "unsupported language or nothing to search"})
             continue
         chosen = route(query, None, settings)
         result = run_pipeline(chosen.pipeline, query, services)
         gate_result(result, services)
         result.top = without_urgent_fillers(result, services)
-        feats = classifier_features(query, result, services, lang.language, chosen.positive)
+        recorder = _Recorder(services.cross_encoder)
+        feats = gate_features(
+            query, result.top, result.ranked, lang.language, recorder, chosen.positive, corpus_lexicon(services)
+        )
         if feats is None:
+            out.append({**r, "skipped": "no bi-encoder scores"})
             continue
         _, score, threshold = relevance(result.top, services, lang.language, positive=chosen.positive)
-        by_threshold = score is None or threshold is None or score >= threshold
         out.append(
             {
                 **r,
-                "features": feats,
-                "threshold_relevant": bool(by_threshold),
-                "links": [h.segment.id for h in result.top],
-                "query": query if query != r["text"] else None,
+                "gate_language": lang.language,
+                "query": query,
                 "positive": chosen.positive,
+                "threshold_relevant": bool(score is None or threshold is None or score >= threshold),
+                "top": [_hit_record(h) for h in result.top],
+                "ranked": [_hit_record(h) for h in result.ranked],
+                "cross_encoder": {"name": recorder.name, "scores": recorder.scores},
             }
         )
     return out
+
+
+def features_from(record: dict[str, Any], segments: dict[str, Any], lexicon: Any) -> dict[str, float] | None:
+    """The gate's features of one cached retrieval record, with this code's ``gate_features``."""
+    from chatbot.index import Hit
+    from chatbot.stages.relevance_gate import gate_features
+
+    def hits(key: str) -> list[Hit]:
+        return [Hit(segments[h["id"]], 0.0, h["detail"]) for h in record[key]]
+
+    ce = _Replay(record["cross_encoder"]["name"], record["cross_encoder"]["scores"])
+    return gate_features(
+        record["query"], hits("top"), hits("ranked"), record["gate_language"], ce, record["positive"], lexicon
+    )
+
+
+def corpus_of(data_dir: Path) -> tuple[dict[str, Any], Any]:
+    """The indexed segments by id and their lexicon (the corpus the features were measured on)."""
+    from chatbot.pipeline import Services
+    from chatbot.settings import load_settings
+    from chatbot.stages.relevance_gate import lexicon_of
+
+    segments = list(Services(load_settings(paths={"data_dir": data_dir})).bm25.segments)
+    return {s.id: s for s in segments}, lexicon_of(segments)
 
 
 def _document(models: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +208,28 @@ def _mean_ba(y: np.ndarray, italian: np.ndarray, answer: np.ndarray) -> float:
     return float(np.mean([balanced_accuracy(y[italian == k], answer[italian == k]) for k in (0, 1)]))
 
 
-def fit(X: np.ndarray, y: np.ndarray, italian: np.ndarray, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
+def _refusal_recall(y: np.ndarray, answer: np.ndarray) -> float:
+    return float((~answer[~y]).mean()) if (~y).any() else 1.0
+
+
+def _threshold(
+    ba: dict[float, float], y: np.ndarray, italian: np.ndarray, oofs: list[np.ndarray], rule: str = "recall"
+) -> float:
+    """Among the thresholds within BA_SLACK of the best mean balanced accuracy (a flat plateau: the criterion
+    alone does not pick a point on it), the lowest whose out-of-fold refusal recall reaches RECALL_TARGET in
+    each language; the best balanced accuracy (ties: the lower threshold) when none does."""
+    best = max(ba.values())
+    plateau = sorted(k for k, v in ba.items() if v >= best - BA_SLACK) if rule == "recall" else []
+    for t in plateau:
+        recall = [np.mean([_refusal_recall(y[italian == k], oof[italian == k] >= t) for oof in oofs]) for k in (0, 1)]
+        if min(recall) >= RECALL_TARGET:
+            return t
+    return max(ba, key=lambda k: (round(ba[k], 4), -k))
+
+
+def fit(
+    X: np.ndarray, y: np.ndarray, italian: np.ndarray, seeds: tuple[int, ...] = (0, 1, 2), rule: str = "recall"
+) -> dict[str, Any]:
     """C by cross-validated log-loss (calibration; 5 folds repeated with ``seeds``, each (language, class) group
     weighted equally), the probability threshold by the mean balanced accuracy of the two languages on the
     out-of-fold probabilities at that C; then the final fit on all dev questions."""
@@ -164,7 +255,7 @@ def fit(X: np.ndarray, y: np.ndarray, italian: np.ndarray, seeds: tuple[int, ...
     c = min(C_GRID, key=lambda k: (round(losses[k], 4), k))
     thresholds = np.round(np.arange(0.2, 0.81, 0.02), 2)
     ba = {float(t): float(np.mean([_mean_ba(y, italian, oof >= t) for oof in runs[c]])) for t in thresholds}
-    t = max(ba, key=lambda k: (round(ba[k], 4), -k))  # ties: the lower threshold (answer rather than refuse)
+    t = _threshold(ba, y, italian, runs[c], rule)
     mean, scale = X.mean(0), X.std(0) + 1e-9
     model = LogisticRegression(C=c, max_iter=5000)
     model.fit((X - mean) / scale, y, sample_weight=weights)
@@ -179,6 +270,24 @@ def fit(X: np.ndarray, y: np.ndarray, italian: np.ndarray, seeds: tuple[int, ...
         "mean": mean,
         "scale": scale,
     }
+
+
+def _source(row: dict[str, Any]) -> str:
+    return "mediqa" if row["source"].startswith("mediqa") else row["source"]
+
+
+def leave_one_file_out(
+    X: np.ndarray, y: np.ndarray, italian: np.ndarray, sources: np.ndarray, rule: str = "recall"
+) -> np.ndarray:
+    """Whether the gate answers each question when fitted (C, threshold, coefficients: ``fit`` with one seed)
+    on every other source file."""
+    answer = np.zeros(len(y), dtype=bool)
+    for source in sorted(set(sources)):
+        held = sources == source
+        res = fit(X[~held], y[~held], italian[~held], seeds=(0,), rule=rule)
+        z = ((X[held] - res["mean"]) / res["scale"]) @ res["coef"] + res["intercept"]
+        answer[held] = 1.0 / (1.0 + np.exp(-z)) >= res["threshold"]
+    return answer
 
 
 def refusal_pr(y: np.ndarray, answer: np.ndarray) -> dict[str, float | None]:
@@ -202,42 +311,81 @@ def _auc(y: np.ndarray, x: np.ndarray) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="default /tmp/redteam-EMBEDDER")
-    parser.add_argument("--features", type=Path, default=None, help="cache of the features (JSONL; reused if present)")
+    parser.add_argument(
+        "--retrieval", type=Path, default=None, help="cache of the retrieval per question (JSONL; reused if present)"
+    )
     parser.add_argument("--out", type=Path, default=GATE_FILE, help=f"gate file to update (default {GATE_FILE})")
+    parser.add_argument(
+        "--features",
+        default=None,
+        help="comma-separated subset of the features: cross-validate it and print the numbers, write nothing "
+        "(ablations; the gate file needs every feature)",
+    )
+    parser.add_argument(
+        "--threshold-rule",
+        choices=("recall", "balanced-accuracy"),
+        default="recall",
+        help="recall: the lowest threshold on the balanced-accuracy plateau whose out-of-fold refusal recall "
+        "reaches RECALL_TARGET per language (default); balanced-accuracy: the best mean balanced accuracy (session 7)",
+    )
     args = parser.parse_args(argv)
+    names = list(FEATURES) if args.features is None else args.features.split(",")
+    unknown = sorted(set(names) - set(FEATURES))
+    if unknown:
+        parser.error(f"--features: unknown {unknown} (known: {', '.join(FEATURES)})")
     log = lambda *a: print(*a, file=sys.stderr)  # noqa: E731
     from chatbot.settings import load_settings
 
     kind = load_settings().embedding.model
     data_dir = args.data_dir or default_data_dir()
-    cache = args.features or data_dir / f"gate-features-{kind}.jsonl"
+    cache = args.retrieval or data_dir / f"gate-retrieval-{kind}.jsonl"
     cached = {}
-    if cache.exists():  # features of questions already measured (same text) are reused
+    if cache.exists():  # retrieval of questions already measured (same text) is reused
         for line in cache.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)
                 cached[(r["id"], r["text"])] = r
-        log(f"features of {len(cached)} questions from {cache}")
+        log(f"retrieval of {len(cached)} questions from {cache}")
     wanted = dev_rows()
     todo = [r for r in wanted if (r["id"], r["text"]) not in cached]
+    ensure_demo_index(data_dir, log)
     if todo:
-        ensure_demo_index(data_dir, log)
-        for r in features_of(todo, data_dir, log):
+        for r in retrieval_of(todo, data_dir, log):
             cached[(r["id"], r["text"])] = r
         cache.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cached.values()), encoding="utf-8")
-    rows = [cached[(r["id"], r["text"])] for r in wanted if (r["id"], r["text"]) in cached]
-    X = np.array([[r["features"][f] for f in FEATURES] for r in rows])
+    segments, lexicon = corpus_of(data_dir)
+    rows = []
+    for r in wanted:
+        rec = cached.get((r["id"], r["text"]))
+        if rec is None or rec.get("skipped"):
+            continue
+        if all(h["id"] in segments for key in ("top", "ranked") for h in rec[key]):
+            rows.append({**rec, "features": features_from(rec, segments, lexicon)})
+        else:
+            raise SystemExit(f"{cache} names segments the index no longer holds: delete it and run again")
+    X = np.array([[r["features"][f] for f in names] for r in rows])
     y = np.array([bool(r["in_scope"]) for r in rows])
     italian = np.array([r["language"] == "it" for r in rows])
-    res = fit(X, y, italian)
+    res = fit(X, y, italian, rule=args.threshold_rule)
+    sources = np.array([_source(r) for r in rows])
+    log("leave-one-file-out ...")
+    lofo = leave_one_file_out(X, y, italian, sources, args.threshold_rule)
     per_language: dict[str, Any] = {}
     for k, lang in ((False, "en"), (True, "it")):
         m = italian == k
         per_language[lang] = {
             "classifier_cv": refusal_pr(y[m], res["oof"][m] >= res["threshold"]),
+            "classifier_leave_one_file_out": refusal_pr(y[m], lofo[m]),
+            "classifier_relevance_test_from_the_others": refusal_pr(
+                y[m & (sources == TEST.name)], lofo[m & (sources == TEST.name)]
+            ),
             "threshold_gate": refusal_pr(y[m], np.array([r["threshold_relevant"] for r in rows])[m]),
-            "feature_auc": {f: _auc(y[m], X[m, i]) for i, f in enumerate(FEATURES) if f not in ("italian",)},
+            "feature_auc": {f: _auc(y[m], X[m, i]) for i, f in enumerate(names) if f not in ("italian",)},
         }
+    if args.features is not None:
+        cv = {"C": res["C"], "threshold": res["threshold"], "threshold_rule": args.threshold_rule, "cv": per_language}
+        print(json.dumps({"embedder": kind, "features": names, **cv}, indent=1))
+        return 0
     entry = _entry(
         res["coef"],
         res["intercept"],
@@ -253,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         cv_log_loss=res["cv_log_loss"],
         cv_mean_balanced_accuracy=res["cv_mean_balanced_accuracy"],
+        threshold_rule=args.threshold_rule,
         cv=per_language,
         command=command_line(PROG, argv),
     )
