@@ -124,7 +124,8 @@ class OnnxCrossEncoder:
         self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
         self.max_length = max_length
         self.batch_size = batch_size
-        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
+        pad = self.tokenizer.token_to_id("[PAD]")  # BERT vocabularies; e5's (XLM-R) pads with <pad>
+        self.pad_id = pad if pad is not None else self.tokenizer.token_to_id("<pad>") or 0
         self.meta = dict(meta)
 
     def stale_reason(self, model_dir: Path) -> str | None:

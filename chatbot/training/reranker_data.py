@@ -92,9 +92,18 @@ class Pool:
 
 
 def load_material(
-    data_root: Path, rng: random.Random, pool_random: int, italian: bool, with_title: bool = True
+    data_root: Path,
+    rng: random.Random,
+    pool_random: int,
+    italian: bool,
+    with_title: bool = True,
+    negconstraint: bool = True,
+    medquad_segments: int = 2,
+    medquad: bool = True,
 ) -> tuple[list[Query], dict[str, Pool]]:
-    """Training-split queries of every dataset, and the per-corpus candidate pools."""
+    """Training-split queries of every dataset, and the per-corpus candidate pools (``medquad_segments``: the
+    first segments of each MedQuAD document kept in its pool). Without ``medquad``, MedQuAD, maternal and
+    NegConstraint are left out (MEDIQA and MEDIQA-it only)."""
     queries: list[Query] = []
     pools: dict[str, Pool] = {}
 
@@ -127,6 +136,8 @@ def load_material(
         if doc_id not in excluded:
             pool.add(doc_id, docs[doc_id].get("title", ""), docs[doc_id]["text"], max_segments=4)
 
+    if not medquad:
+        return queries, pools
     # MedQuAD (+ maternal, a subset of it): relevant docs, their sibling sections, random others.
     docs = corpus_of("medquad")
     before = len(queries)
@@ -151,8 +162,10 @@ def load_material(
     pool = pools["medquad"] = Pool("medquad", with_title)
     for doc_id in wanted:
         if doc_id in docs and (doc_id not in excluded or doc_id in train_judged):
-            pool.add(doc_id, docs[doc_id].get("title", ""), docs[doc_id]["text"], max_segments=2)
+            pool.add(doc_id, docs[doc_id].get("title", ""), docs[doc_id]["text"], max_segments=medquad_segments)
 
+    if not negconstraint:
+        return queries, pools
     # NegConstraint: Wikipedia-like distractors ('X but not Y'), a minority on purpose.
     docs = corpus_of("negconstraint")
     before = len(queries)
@@ -189,3 +202,35 @@ def embed_cached(embedder, texts: Sequence[str], cache_file: Path, queries: bool
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         np.savez(cache_file, keys=np.array(list(cache)), vectors=np.stack(list(cache.values())))
     return np.stack([cache[k] for k in keys]).astype(np.float32)
+
+
+def prefill_from_index(collection: str, cache_file: Path, embedding_model: str) -> int:
+    """Copy the vectors of an already built index (e.g. the harness's ``eval-<key>`` collection of the same
+    corpus and embedder) into ``embed_cached``'s cache, keyed by the text the index embedded; returns how many.
+    The index's embedder must be the miner (its collection metadata ``embedding_model`` is checked)."""
+    import chromadb
+
+    from chatbot.index import SegmentIndex
+    from chatbot.settings import load_settings
+    from corpus.segmenter import embedding_text
+
+    client = chromadb.PersistentClient(path=str(load_settings().paths.data_dir / "chroma"))
+    coll = client.get_collection(collection)
+    if coll.metadata.get("embedding_model") != embedding_model:
+        built_by = coll.metadata.get("embedding_model")
+        raise ValueError(f"index {collection} holds {built_by!r} vectors, not {embedding_model!r}")
+
+    class _Dim:  # SegmentIndex checks the embedder's name; all_segments needs its dimension
+        name = embedding_model
+        dim = int(coll.metadata.get("embedding_dim", 384))
+
+    segments, vectors = SegmentIndex(client, collection, _Dim()).all_segments()
+    cache: dict[str, np.ndarray] = {}
+    if cache_file.exists():
+        with np.load(cache_file) as data:
+            cache = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+    for segment, vec in zip(segments, vectors, strict=True):
+        cache.setdefault(hashlib.sha1(embedding_text(segment).encode("utf-8")).hexdigest(), vec)
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(cache_file, keys=np.array(list(cache)), vectors=np.stack(list(cache.values())))
+    return len(segments)
