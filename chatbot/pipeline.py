@@ -147,6 +147,9 @@ class Services:
         allowed = self.settings.rerank.cross_encoder_languages
         language = detect_language(question, min_confidence=self.settings.safety.language_min_confidence).language
         language = "en" if language == "unknown" else language  # too few clues: read as English
+        own = self.language_cross_encoder(language)
+        if own is not None:
+            return own, own.note
         if language in allowed:
             return reranker, reranker.note
         note = (
@@ -154,6 +157,27 @@ class Services:
             "(rerank.cross_encoder_languages); fusion reranker used"
         )
         return self.fusion_reranker, note
+
+    def language_cross_encoder(self, language: str) -> CrossEncoderReranker | None:
+        """The cross-encoder of rerank.language_models for this question language (loaded once), or None.
+        Its ``rrf_k`` (rerank.language_rrf_k) replaces rerank.rrf_k in the rerank stage."""
+        r = self.settings.rerank
+        where = r.language_models.get(language)
+        if not where:
+            return None
+        loaded = self.__dict__.setdefault("_language_cross_encoders", {})
+        if where not in loaded:
+            path = Path(where) if ("/" in where or where.startswith(".")) else SHIPPED_RERANKER.parent / where
+            model = CrossEncoderReranker(
+                path,
+                threads=self.settings.embedding.threads,
+                max_chars=r.max_chars,
+                runtime=r.runtime,
+                max_length=r.language_max_length,
+            )
+            model.rrf_k = r.language_rrf_k
+            loaded[where] = model
+        return loaded[where]
 
     @cached_property
     def fusion_reranker(self) -> FusionReranker:
@@ -266,7 +290,8 @@ def rerank_stage(
     reranker, _ = services.reranker_for(question)
     cfg = services.settings.rerank
     ce = isinstance(reranker, CrossEncoderReranker)
-    limit, rrf_k = (cfg.candidates, cfg.rrf_k or None) if ce else (None, None)
+    own_k = reranker.rrf_k if ce else None  # a rerank.language_models model has its own
+    limit, rrf_k = (cfg.candidates, (cfg.rrf_k if own_k is None else own_k) or None) if ce else (None, None)
     text = question if query is None else query
     return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k))
 

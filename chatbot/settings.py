@@ -218,6 +218,19 @@ class RerankSettings(_Group):
         "English: on Italian questions it ranked below e5 and put English cards first "
         "(models/reranker/README.md). Add 'it' for a multilingual model.",
     )
+    language_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Rerank stage only: a cross-encoder per question language, used instead of the one above for "
+        'that language, e.g. {"it": "reranker-e5"}: a folder name under models/ or a path (must hold an int8 '
+        "ONNX export with rerank.runtime=onnx). The relevance gate keeps the model above (evaluation/results/"
+        "reranker-e5.md).",
+    )
+    language_max_length: int = Field(
+        default=128, ge=32, le=512, description="language_models only: word pieces read per pair."
+    )
+    language_rrf_k: int = Field(
+        default=60, ge=0, description="language_models only: rank fusion constant with the first stage (0: alone)."
+    )
     fusion_weight: float = Field(
         default=0.5,
         ge=0.0,

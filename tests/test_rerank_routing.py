@@ -129,6 +129,40 @@ def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candida
     assert fusion.questions == ["Quali sono i sintomi dell'asma?"]
 
 
+def test_a_language_model_reranks_its_language_alone_with_its_own_fusion_constant(tmp_path):
+    services, ce, fusion = _services(tmp_path, language_models={"it": "reranker-it"}, language_rrf_k=0)
+    italian = FakeCrossEncoder({"text a": 0.1, "text b": 0.3, "text c": 0.8})
+    italian.rrf_k = 0
+    services.__dict__["_language_cross_encoders"] = {"reranker-it": italian}
+
+    assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (italian, None)
+    assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
+    ranked = rerank_stage("Quali sono i sintomi dell'asma?", _hits(), services, {})
+
+    assert [h.segment.doc_id for h in ranked] == ["c", "b", "a"]  # its own order: rrf_k 0, no fusion
+    assert "rrf" not in ranked[0].detail
+    assert fusion.questions == [] and ce.calls == []
+
+
+def test_a_language_model_is_loaded_from_models_by_name(tmp_path, monkeypatch):
+    from chatbot import pipeline
+
+    made: list[tuple] = []
+
+    def fake(path, **kwargs):
+        made.append((path, kwargs["max_length"]))
+        return FakeCrossEncoder({})
+
+    monkeypatch.setattr(pipeline, "CrossEncoderReranker", fake)
+    services, _, _ = _services(tmp_path, language_models={"it": "reranker-e5"}, language_max_length=96)
+
+    model = services.language_cross_encoder("it")
+    assert services.language_cross_encoder("it") is model  # loaded once
+    assert services.language_cross_encoder("en") is None
+    assert made == [(pipeline.SHIPPED_RERANKER.parent / "reranker-e5", 96)]
+    assert model.rrf_k == 60
+
+
 def test_the_patients_question_chooses_the_reranker_when_the_query_adds_an_english_hydoc(tmp_path):
     services, ce, fusion = _services(tmp_path)
     question = "Quali sono i sintomi dell'asma nei bambini?"

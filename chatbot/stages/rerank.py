@@ -171,6 +171,7 @@ class CrossEncoderReranker:
     """
 
     name = "cross-encoder"
+    rrf_k: int | None = None  # set: this model's own rank-fusion constant (rerank.language_rrf_k)
 
     def __init__(
         self,
