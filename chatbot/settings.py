@@ -99,6 +99,13 @@ class IndexSettings(_Group):
         description="Score every segment exactly with NumPy instead of the HNSW index: perfect recall, "
         "linear cost (fine below ~100k segments).",
     )
+    sentence_vectors: bool = Field(
+        default=True,
+        description="Also store one vector per sentence (collection <name>-sentences, chatbot/sentence_vectors.py) "
+        "when segments are embedded; ingest fills in an older index's. The logical pipeline scores NOT terms on "
+        "them (logical.mention_scorer=sentence) without encoding at query time. Costs about as much as the "
+        "segments' own embedding at ingest.",
+    )
 
 
 class EmbeddingSettings(_Group):
@@ -503,10 +510,26 @@ class LogicalSettings(_Group):
         description="Look only for the NOT term's words that the positive part does not use (the lexical "
         "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
     )
-    mention_scorer: Literal["lexical", "trained", "both"] = Field(
+    mention_scorer: Literal["lexical", "trained", "both", "sentence", "sentence+lexical"] = Field(
         default="lexical",
         description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (models/"
-        "mention_head on stored e5 vectors; test S@1 0.519 -> 0.494, logical-negation-trained.md) or both.",
+        "mention_head on stored e5 vectors; test S@1 0.519 -> 0.494, logical-negation-trained.md), both, sentence "
+        "(the term's cosine over the candidate's stored sentence vectors, index.sentence_vectors) or "
+        "sentence+lexical (the larger P).",
+    )
+    mention_sentence_beta: float = Field(
+        default=1000.0, gt=0, description="Sentence scorer: soft maximum over sentence cosines (large: plain max)."
+    )
+    mention_sentence_tau_entity: float = Field(
+        default=0.05, description="Sentence scorer: τ of σ((s−τ)·λ) for names (capitalised, digits)."
+    )
+    mention_sentence_tau_concept: float = Field(default=0.05, description="Sentence scorer: τ for other terms.")
+    mention_sentence_lam: float = Field(default=40.0, gt=0, description="Sentence scorer: λ of σ((s−τ)·λ).")
+    mention_sentence_center: bool = Field(
+        default=True, description="Sentence scorer: subtract the median score over the question's candidates."
+    )
+    mention_sentence_orth: bool = Field(
+        default=False, description="Sentence scorer: the NOT term's vector orthogonalised to the positive terms."
     )
     mention_head_shift: float = Field(
         default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."

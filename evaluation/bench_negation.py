@@ -70,6 +70,7 @@ class _Memo:
         self.scores: dict[tuple[str, str], float] = {}
         self.searches: dict[tuple[bytes, int], list] = {}
         self.gets: dict[tuple[str, ...], Any] = {}
+        self.sentence_rows: dict[tuple[str, ...], Any] = {}
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
@@ -128,6 +129,17 @@ def memoised_services(services: Any, cache: Path | None = None) -> Any:
             return memo.gets[key]
 
     index.collection = lambda: _Collection()
+    sentences = getattr(index, "sentences", None)
+    if sentences is not None:  # stored sentence vectors: one lookup per candidate set
+        inner_lookup = sentences.lookup
+
+        def lookup(ids: Sequence[str]) -> Any:
+            key = tuple(ids)
+            if key not in memo.sentence_rows:
+                memo.sentence_rows[key] = inner_lookup(ids)
+            return memo.sentence_rows[key]
+
+        sentences.lookup = lookup
     services.__dict__["embedder"] = embedder
     services.__dict__["reranker"] = reranker
     return services

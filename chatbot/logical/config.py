@@ -10,7 +10,7 @@ from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
 TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
-MENTION_SCORERS = ("lexical", "trained", "both")
+MENTION_SCORERS = ("lexical", "trained", "both", "sentence", "sentence+lexical")
 
 
 @dataclass
@@ -57,6 +57,12 @@ class LogicalConfig:
     mention_drop_shared: bool = False
     mention_scorer: str = "lexical"
     mention_head_shift: float = 0.0
+    mention_sentence_beta: float = 1000.0
+    mention_sentence_tau_entity: float = 0.05
+    mention_sentence_tau_concept: float = 0.05
+    mention_sentence_lam: float = 40.0
+    mention_sentence_center: bool = True
+    mention_sentence_orth: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -93,6 +99,12 @@ _SETTING_FIELDS = (
     "mention_drop_shared",
     "mention_scorer",
     "mention_head_shift",
+    "mention_sentence_beta",
+    "mention_sentence_tau_entity",
+    "mention_sentence_tau_concept",
+    "mention_sentence_lam",
+    "mention_sentence_center",
+    "mention_sentence_orth",
     "final",
     "per_term_k",
     "include_question",

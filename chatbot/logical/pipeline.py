@@ -81,7 +81,26 @@ def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
         config.mention_drop_shared,
         config.mention_scorer,
         config.mention_head_shift,
+        config.mention_sentence_beta,
+        config.mention_sentence_tau_entity,
+        config.mention_sentence_tau_concept,
+        config.mention_sentence_lam,
+        config.mention_sentence_center,
+        config.mention_sentence_orth,
     )
+
+
+def stored_sentences(services: Services, hits: list[Hit]) -> tuple[dict | None, str | None]:
+    """The candidates' stored sentence vectors (``chatbot.sentence_vectors``), or (None, why) without a store;
+    segments with no stored sentences are named in the note (the index predates the store: `chatbot ingest`)."""
+    store = getattr(services.index, "sentences", None)
+    if store is None:
+        return None, "no sentence vectors (index.sentence_vectors=false): NOT terms scored lexically"
+    found = store.lookup([h.segment.id for h in hits])
+    if not found:
+        return None, "the index has no sentence vectors yet (run `chatbot ingest`): NOT terms scored lexically"
+    missing = sum(1 for h in hits if h.segment.id not in found)
+    return found, (f"{missing} of {len(hits)} candidates have no stored sentence vectors" if missing else None)
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -192,12 +211,24 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         final = timed(timings, "rerank", rerank)
 
     mentions = None
+    sentence_note = None
     if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
+        mention_knobs = knobs(config)
         vecs = {t: term_vecs[names.index(t)] for t in negative_terms(query)}
+        sentences = None
+        if mention_knobs.scorer in ("sentence", "sentence+lexical"):
+            sentences, sentence_note = timed(
+                timings, "sentence_vectors", lambda: stored_sentences(services, candidates)
+            )
+            if mention_knobs.sentence_orth:
+                orth = orthogonal_negations(query, names, term_vecs)
+                vecs = {t: orth[names.index(t)] for t in negative_terms(query)}
+            if sentences is None:  # no sentence store: the lexical evidence alone, and the trace says why
+                mention_knobs = replace(mention_knobs, scorer="lexical")
         mentions = timed(
             timings,
             "mentions",
-            lambda: exclusion.detect_mentions(query, candidates, knobs(config), vecs, stored["candidates"]),
+            lambda: exclusion.detect_mentions(query, candidates, mention_knobs, vecs, stored["candidates"], sentences),
         )
         final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
@@ -287,6 +318,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         logical_info["plausibility"] = plausibility_info
     if mentions is not None:
         logical_info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(candidates)})
+        if sentence_note:
+            logical_info["mentions_note"] = sentence_note
     if ce_info is not None:
         if n_ce:
             ce_info["scores"] = {
