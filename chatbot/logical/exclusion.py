@@ -64,6 +64,7 @@ class Mentions:
     kinds: dict[str, str]
     sentence: dict[str, SentenceScores] = field(default_factory=dict)
     sentence_probs: dict[str, np.ndarray] = field(default_factory=dict)
+    sentence_texts: dict[str, list[str]] = field(default_factory=dict)  # segment id → its stored sentences
 
     def violation(self) -> np.ndarray:
         """Per candidate: the largest P(mention) over the NOT terms (0 without NOT terms)."""
@@ -127,7 +128,8 @@ def detect_mentions(
         logits = head.logits(term_vectors[t], passage_vectors) - knobs.head_shift
         trained = 1.0 / (1.0 + np.exp(-np.clip(logits, -500, 500)))
         probs[t] = trained if knobs.scorer == "trained" else np.maximum(lexical, trained)
-    return Mentions(probs, raw, kinds, sent, sent_probs)
+    texts = {sid: rows[0] for sid, rows in (sentences or {}).items()} if use_sentences else {}
+    return Mentions(probs, raw, kinds, sent, sent_probs, texts)
 
 
 def demote(final: np.ndarray, mentions: Mentions, weight: float) -> np.ndarray:
@@ -187,6 +189,8 @@ def trace(mentions: Mentions, hits: list[Hit], index_of: dict[str, int]) -> dict
                 if sp >= float(p[i]) - 1e-12:  # the sentence vectors gave this P (else the lexical evidence did)
                     j, by = mentions.sentence[t].best_sentence[i], "sentence vectors"
             sentences = split_sentences(h.segment.text) or [h.segment.text]
+            if by == "sentence vectors":
+                sentences = mentions.sentence_texts.get(h.segment.id, [])
             fired = 0 <= j < len(sentences) and p[i] >= VIOLATION
             row["sentence"] = sentences[j] if fired else None
             row["triggered_by"] = by if fired else None
