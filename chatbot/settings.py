@@ -531,6 +531,12 @@ class LogicalSettings(_Group):
     mention_sentence_orth: bool = Field(
         default=False, description="Sentence scorer: the NOT term's vector orthogonalised to the positive terms."
     )
+    positive_rrf: bool = Field(
+        default=True,
+        description="rerank-terms: each positive term's cross-encoder score is fused with its dense order by RRF "
+        "(rerank.rrf_k), as the rerank stage does for other questions (NegConstraint train S@1 0.564 -> 0.584; "
+        "logical-negation-sentences.md). False: the cross-encoder's sigmoid alone.",
+    )
     mention_head_shift: float = Field(
         default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."
     )

@@ -44,11 +44,24 @@ HEAD_GRID: dict[str, list[Any]] = {
     "mention_weight": [0.1, 0.3, 0.6, 0.9],
     "mention_head_shift": [-1.0, 0.0, 1.0, 2.0],
 }
-GRIDS = {"mention": GRID, "head": HEAD_GRID}
+# Sentence vectors stored at index time (logical-negation-sentences.md): the NOT term's cosine over a
+# candidate's stored sentences, centred on the candidates' median and calibrated, alone or with the lexical P;
+# and the positive terms' cross-encoder scores fused with their dense order (RRF) as the rerank stage does.
+SENTENCE_GRID: dict[str, list[Any]] = {
+    "positive_rrf": [False, True],
+    "mention_scorer": ["lexical", "sentence", "sentence+lexical"],
+    "mention_sentence_orth": [False, True],
+    "sentence_tau": [0.03, 0.06],  # τ of both term kinds
+    "mention_weight": [0.1, 0.3, 0.9],
+}
+GRIDS = {"mention": GRID, "head": HEAD_GRID, "sentence": SENTENCE_GRID}
 
 
 def _changes(point: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in point.items() if k != "constraint"}
+    out = {k: v for k, v in point.items() if k not in ("constraint", "sentence_tau")}
+    if "sentence_tau" in point:
+        out["mention_sentence_tau_entity"] = out["mention_sentence_tau_concept"] = point["sentence_tau"]
+        out["mention_sentence_lam"] = 100.0
     if "constraint" in point:
         out["mention_constraint"], out["mention_positive_min"] = point["constraint"]
     return out
@@ -211,6 +224,10 @@ def run_select(args: argparse.Namespace) -> Path:
         changes = dict(zip(keys, combo, strict=True))
         if changes.get("mention_scorer") == "lexical" and changes.get("mention_head_shift", 0.0) != 0.0:
             continue  # the shift only moves the trained head
+        if changes.get("mention_scorer") == "lexical" and "sentence_tau" in changes:
+            first = {k: v[0] for k, v in grid.items() if k.startswith(("mention_sentence", "sentence_"))}
+            if any(changes[k] != v for k, v in first.items()) or changes["mention_weight"] != 0.1:
+                continue  # the sentence knobs only move the sentence scorer; lexical keeps its chosen weight
         config = LogicalConfig(**{**base.__dict__, "mention": True, **_changes(changes)})
         rows.append({"variant": "mention", **changes, **evaluate_config(services, judged, config)})
         print(json.dumps(rows[-1]), flush=True)

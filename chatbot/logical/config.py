@@ -63,6 +63,9 @@ class LogicalConfig:
     mention_sentence_lam: float = 40.0
     mention_sentence_center: bool = True
     mention_sentence_orth: bool = False
+    # rerank-terms: a positive term's cross-encoder score fused with its dense order by RRF (rerank.rrf_k), as the
+    # product's rerank stage does; chosen on NegConstraint's TRAIN split (logical-negation-sentences.md)
+    positive_rrf: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -105,6 +108,7 @@ _SETTING_FIELDS = (
     "mention_sentence_lam",
     "mention_sentence_center",
     "mention_sentence_orth",
+    "positive_rrf",
     "final",
     "per_term_k",
     "include_question",

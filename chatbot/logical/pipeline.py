@@ -61,8 +61,10 @@ from chatbot.logical.scoring import (
     aggregate_documents,
     candidate_vectors,
     combine,
+    fused_rerank,
     normalise_rerank,
     orthogonal_negations,
+    stored_sentences,
     term_values,
 )
 from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline, timed
@@ -88,19 +90,6 @@ def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
         config.mention_sentence_center,
         config.mention_sentence_orth,
     )
-
-
-def stored_sentences(services: Services, hits: list[Hit]) -> tuple[dict | None, str | None]:
-    """The candidates' stored sentence vectors (``chatbot.sentence_vectors``), or (None, why) without a store;
-    segments with no stored sentences are named in the note (the index predates the store: `chatbot ingest`)."""
-    store = getattr(services.index, "sentences", None)
-    if store is None:
-        return None, "no sentence vectors (index.sentence_vectors=false): NOT terms scored lexically"
-    found = store.lookup([h.segment.id for h in hits])
-    if not found:
-        return None, "the index has no sentence vectors yet (run `chatbot ingest`): NOT terms scored lexically"
-    missing = sum(1 for h in hits if h.segment.id not in found)
-    return found, (f"{missing} of {len(hits)} candidates have no stored sentence vectors" if missing else None)
 
 
 def _llm_of(services: Services) -> Any | None:
@@ -195,7 +184,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     # With cross-encoder term scores the rerank stage is skipped (final order = the composed CE order):
     # reranking against the whole question would undo the negation (the CE rewards the excluded thing the
     # question names), and rerank-terms would rescore the positive terms the CE has just scored.
-    reranker = services.reranker if cross_encoder is None else None
+    # the reranker the product uses for this question's language (ours reads English; others get fusion)
+    reranker = services.reranker_for(question)[0] if cross_encoder is None else None
     final_mode = config.final if reranker is not None else "composed"
     if final_mode != "composed":
 
@@ -203,7 +193,11 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             for t in positives:
                 sims = cosines[t]
                 hits = [Hit(h.segment, float(c), {"dense": float(c)}) for h, c in zip(candidates, sims, strict=True)]
-                rerank_scores[t] = normalise_rerank(reranker.score(t, hits), reranker)
+                raw = reranker.score(t, hits)
+                k = settings.rerank.rrf_k if config.positive_rrf else 0
+                is_ce = getattr(reranker, "name", "") == "cross-encoder"
+                # as the product's rerank stage: the CE's order fused with the term's dense order (rerank.rrf_k)
+                rerank_scores[t] = fused_rerank(raw, sims, k) if k and is_ce else normalise_rerank(raw, reranker)
             if final_mode == "rerank":  # ignores the exclusions: for comparison only
                 return np.mean([rerank_scores[t] for t in positives], axis=0)
             return combine(query, {**values, **rerank_scores}, config)
