@@ -521,21 +521,26 @@ class LogicalSettings(_Group):
         default=1000.0, gt=0, description="Sentence scorer: soft maximum over sentence cosines (large: plain max)."
     )
     mention_sentence_tau_entity: float = Field(
-        default=0.05, description="Sentence scorer: τ of σ((s−τ)·λ) for names (capitalised, digits)."
+        default=0.06, description="Sentence scorer: τ of σ((s−τ)·λ) for names (capitalised, digits)."
     )
-    mention_sentence_tau_concept: float = Field(default=0.05, description="Sentence scorer: τ for other terms.")
-    mention_sentence_lam: float = Field(default=40.0, gt=0, description="Sentence scorer: λ of σ((s−τ)·λ).")
+    mention_sentence_tau_concept: float = Field(default=0.06, description="Sentence scorer: τ for other terms.")
+    mention_sentence_lam: float = Field(default=100.0, gt=0, description="Sentence scorer: λ of σ((s−τ)·λ).")
     mention_sentence_center: bool = Field(
         default=True, description="Sentence scorer: subtract the median score over the question's candidates."
     )
     mention_sentence_orth: bool = Field(
-        default=False, description="Sentence scorer: the NOT term's vector orthogonalised to the positive terms."
+        default=True, description="Sentence scorer: the NOT term's vector orthogonalised to the positive terms."
     )
     positive_rrf: bool = Field(
         default=True,
         description="rerank-terms: each positive term's cross-encoder score is fused with its dense order by RRF "
         "(rerank.rrf_k), as the rerank stage does for other questions (NegConstraint train S@1 0.564 -> 0.584; "
         "logical-negation-sentences.md). False: the cross-encoder's sigmoid alone.",
+    )
+    positive_source: Literal["terms", "pipeline"] = Field(
+        default="terms",
+        description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "
+        "ranked by retrieval.pipeline as any question is, then NOT mentions demote it (logical.mention_*).",
     )
     mention_head_shift: float = Field(
         default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."

@@ -54,7 +54,15 @@ SENTENCE_GRID: dict[str, list[Any]] = {
     "sentence_tau": [0.03, 0.06],  # τ of both term kinds
     "mention_weight": [0.1, 0.3, 0.9],
 }
-GRIDS = {"mention": GRID, "head": HEAD_GRID, "sentence": SENTENCE_GRID}
+# The positive part ranked by retrieval.pipeline as any question (logical.positive_source=pipeline), then NOT
+# mentions demote or constrain; against the decomposition's term scores (terms).
+PIPELINE_GRID: dict[str, list[Any]] = {
+    "positive_source": ["terms", "pipeline"],
+    "mention_scorer": ["lexical", "sentence+lexical"],
+    "mention_weight": [0.0, 0.1, 0.3, 0.6],
+    "constraint": [(False, 0.0), (True, 0.0)],
+}
+GRIDS = {"mention": GRID, "head": HEAD_GRID, "sentence": SENTENCE_GRID, "pipeline": PIPELINE_GRID}
 
 
 def _changes(point: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +130,10 @@ def memoised_services(services: Any, cache: Path | None = None) -> Any:
     embedder.name, embedder.dim = services.embedder.name, services.embedder.dim
     embedder.embed_queries = memo.embed_queries
     embedder.embed_passages = services.embedder.embed_passages
-    reranker = type("MemoReranker", (), {})()
-    reranker.name = getattr(services.reranker, "name", "")
+    # the real reranker object keeps its type (the rerank stage fuses a cross-encoder's ranks by RRF), its
+    # score method is memoised
+    reranker = services.reranker
+    memo.reranker = type("Inner", (), {"score": staticmethod(reranker.score)})()
     reranker.score = memo.score
     index = services.index
     inner_search = index.search_vectors

@@ -183,3 +183,40 @@ def test_without_a_sentence_store_the_pipeline_scores_lexically_and_says_so(tmp_
     result = logical_retrieve("asthma other than fever", services, LogicalConfig(mention_scorer="sentence"))
     assert result.info["logical"]["mentions_note"].startswith("no sentence vectors (index.sentence_vectors=false)")
     assert "sentence_score" not in next(iter(result.info["logical"]["mentions"]["fever"]["candidates"].values()))
+
+
+# -- the positive part ranked by the configured pipeline, then the NOT terms (positive_source=pipeline) ---------
+
+
+def test_the_positive_part_is_ranked_as_any_question_then_a_mention_demotes(tmp_path, fake_embedder) -> None:
+    from chatbot.logical.pipeline import LogicalConfig, logical_retrieve
+    from chatbot.pipeline import naive_pipeline
+    from tests.test_logical_pipeline import make_services
+
+    services = make_services(tmp_path, fake_embedder)  # retrieval.pipeline = dense+rerank, rerank.kind none
+    plain = naive_pipeline("asthma", services)
+    config = LogicalConfig(positive_source="pipeline", mention_scorer="lexical", mention_weight=0.9)
+    result = logical_retrieve("asthma other than fever", services, config)
+    # "asthma" alone: positive (2 asthma, 1 sleep)/√5 and distractor (2, 0, 1)/√5 tie at 2/√5; the distractor
+    # names fever in its one sentence (lexical score 1: P = σ((1 − 0.7)·12)) and drops below the positive
+    base = {h.segment.doc_id: h.score for h in plain.ranked}
+    assert base["positive"] == pytest.approx(base["distractor"])
+    p = 1 / (1 + math.exp(-(1.0 - 0.7) * 12.0))
+    after = {h.segment.doc_id: h.score for h in result.ranked}
+    assert after["distractor"] == pytest.approx(base["distractor"] * (1 - 0.9 * p))
+    assert after["positive"] == pytest.approx(base["positive"])
+    assert [h.segment.doc_id for h in result.ranked][:2] == ["positive", "distractor"]
+    info = result.info["logical"]
+    assert (info["positive_source"], info["positive_pipeline"], info["positive"]) == ("pipeline", "dense+rerank", "asthma")
+    seg = next(h.segment.id for h in result.ranked if h.segment.doc_id == "distractor")
+    assert info["mentions"]["fever"]["candidates"][seg]["triggered_by"] == "lexical"
+    # the relevance gate reads the positive part's cosine on every shown hit
+    assert all("term:asthma" in h.detail for h in result.top)
+
+
+def test_an_exclusion_with_no_positive_part_is_a_clear_error() -> None:
+    from chatbot.logical.positive_pipeline import positive_text
+
+    with pytest.raises(ValueError, match="needs a positive part"):
+        positive_text(parse('NOT "fever"'), "  ")
+    assert positive_text(parse('"asthma" AND NOT "fever"'), None) == "asthma"

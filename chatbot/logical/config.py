@@ -58,14 +58,18 @@ class LogicalConfig:
     mention_scorer: str = "lexical"
     mention_head_shift: float = 0.0
     mention_sentence_beta: float = 1000.0
-    mention_sentence_tau_entity: float = 0.05
-    mention_sentence_tau_concept: float = 0.05
-    mention_sentence_lam: float = 40.0
+    # the sentence scorer's best point on NegConstraint's TRAIN split (logical-negation-sentences-selection.md)
+    mention_sentence_tau_entity: float = 0.06
+    mention_sentence_tau_concept: float = 0.06
+    mention_sentence_lam: float = 100.0
     mention_sentence_center: bool = True
-    mention_sentence_orth: bool = False
+    mention_sentence_orth: bool = True
     # rerank-terms: a positive term's cross-encoder score fused with its dense order by RRF (rerank.rrf_k), as the
     # product's rerank stage does; chosen on NegConstraint's TRAIN split (logical-negation-sentences.md)
     positive_rrf: bool = True
+    # terms: the ITLR decomposition ranks (steps 3-9 of pipeline.py); pipeline: the positive part goes through
+    # retrieval.pipeline as any question does, then the NOT terms demote/constrain (positive_pipeline.py)
+    positive_source: str = "terms"
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -78,6 +82,8 @@ class LogicalConfig:
             raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
         if self.ce_candidates < 1:
             raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
+        if self.positive_source not in ("terms", "pipeline"):
+            raise ValueError(f"positive_source {self.positive_source!r}: terms or pipeline")
         if self.mention_scorer not in MENTION_SCORERS:
             raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
 
@@ -109,6 +115,7 @@ _SETTING_FIELDS = (
     "mention_sentence_center",
     "mention_sentence_orth",
     "positive_rrf",
+    "positive_source",
     "final",
     "per_term_k",
     "include_question",

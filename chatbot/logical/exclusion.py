@@ -45,11 +45,11 @@ class MentionKnobs:
     scorer: str = "lexical"  # lexical | trained | both (the larger P) | sentence | sentence+lexical (the larger P)
     head_shift: float = 0.0
     sentence_beta: float = 1000.0  # soft maximum over a candidate's sentence cosines (1000: the maximum)
-    sentence_tau_entity: float = 0.05
-    sentence_tau_concept: float = 0.05
-    sentence_lam: float = 40.0
+    sentence_tau_entity: float = 0.06
+    sentence_tau_concept: float = 0.06
+    sentence_lam: float = 100.0
     sentence_center: bool = True  # sentence score minus its median over the question's candidates
-    sentence_orth: bool = False  # the NOT term's vector orthogonalised to the positive terms (as its cosine)
+    sentence_orth: bool = True  # the NOT term's vector orthogonalised to the positive terms (as its cosine)
 
     def calibration(self) -> Calibration:
         return Calibration(self.tau_entity, self.tau_concept, self.lam)

@@ -124,6 +124,16 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         return result
 
     settings = services.settings
+    if config.positive_source == "pipeline":  # the positive part ranked as any question, then the NOTs
+        from chatbot.logical.positive_pipeline import pipeline_then_exclude
+
+        positive = detection.positive if detection else None
+        cands, ranked, extra = pipeline_then_exclude(
+            question, query, positive, services, config, knobs(config), timings
+        )
+        info = {"route": "logical", "query": to_string(query), "query_source": source_info, **extra}
+        info["detection"] = None if detection is None else {"negatives": list(detection.negatives)}
+        return RetrievalResult(question, cands, ranked, ranked[: settings.retrieval.top_n], timings, {"logical": info})
     names = terms(query)
     positives = positive_terms(query) or names
     term_vecs = timed(timings, "embed_terms", lambda: services.embedder.embed_queries(names))
