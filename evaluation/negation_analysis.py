@@ -147,7 +147,8 @@ def summarise(rows: list[dict[str, Any]]) -> list[str]:
         if any(r["first"][f"not{j}_lexical"] >= PARAPHRASE_LEXICAL for j in range(r["exclusions"]))
     ]
     lines.append(
-        f"  - the first document names a NOT term lexically (≥ {PARAPHRASE_LEXICAL} of its words in one sentence): {len(named)}"
+        f"  - the first document names a NOT term lexically (≥ {PARAPHRASE_LEXICAL} of its words in one "
+        f"sentence): {len(named)}"
     )
     rel_named = [
         r
@@ -165,8 +166,9 @@ def summarise(rows: list[dict[str, Any]]) -> list[str]:
     for n in (1, 2):
         sel = [r for r in lg if (r.get("exclusions", 0) >= 2) == (n == 2)]
         lines.append(
-            f"- {'two+' if n == 2 else 'one'} exclusion(s): {len(sel)} questions, first right {sum(r.get('rank') == 1 for r in sel)}, "
-            f"relevant not in candidates {sum(not r['in_candidates'] for r in sel)}"
+            f"- {'two+' if n == 2 else 'one'} exclusion(s): {len(sel)} questions, first right "
+            f"{sum(r.get('rank') == 1 for r in sel)}, relevant not in candidates "
+            f"{sum(not r['in_candidates'] for r in sel)}"
         )
     return lines
 
