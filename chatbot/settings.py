@@ -101,10 +101,9 @@ class IndexSettings(_Group):
     )
     sentence_vectors: bool = Field(
         default=True,
-        description="Also store one vector per sentence (collection <name>-sentences, chatbot/sentence_vectors.py) "
-        "when segments are embedded; ingest fills in an older index's. The logical pipeline scores NOT terms on "
-        "them (logical.mention_scorer=sentence) without encoding at query time. Costs about as much as the "
-        "segments' own embedding at ingest.",
+        description="Also store one vector per sentence (<collection>-sentences) when segments are embedded; ingest "
+        "fills in an older index's. NOT terms are scored on them with no query-time encoding. Ingest costs about "
+        "twice as much.",
     )
 
 
@@ -492,7 +491,11 @@ class LogicalSettings(_Group):
     mention_tau_concept: float = Field(default=0.7, description="τ of the mention calibration for other terms.")
     mention_lam: float = Field(default=12.0, gt=0, description="λ of the mention calibration σ((s−τ)·λ).")
     mention_weight: float = Field(
-        default=0.1, ge=0, le=1, description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes. 0 (chosen on NegConstraint "
+        "train, logical-negation-sentences.md: every demotion tried lost to none): the mentions are traced only.",
     )
     mention_constraint: bool = Field(
         default=False,
@@ -511,11 +514,10 @@ class LogicalSettings(_Group):
         "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
     )
     mention_scorer: Literal["lexical", "trained", "both", "sentence", "sentence+lexical"] = Field(
-        default="lexical",
-        description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (models/"
-        "mention_head on stored e5 vectors; test S@1 0.519 -> 0.494, logical-negation-trained.md), both, sentence "
-        "(the term's cosine over the candidate's stored sentence vectors, index.sentence_vectors) or "
-        "sentence+lexical (the larger P).",
+        default="sentence+lexical",
+        description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (mention_head; "
+        "test S@1 0.519 -> 0.494), both, sentence (cosine over the stored sentence vectors) or sentence+lexical "
+        "(the larger P; logical-negation-sentences.md).",
     )
     mention_sentence_beta: float = Field(
         default=1000.0, gt=0, description="Sentence scorer: soft maximum over sentence cosines (large: plain max)."

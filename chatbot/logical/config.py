@@ -51,11 +51,11 @@ class LogicalConfig:
     mention_tau_entity: float = 0.7
     mention_tau_concept: float = 0.7
     mention_lam: float = 12.0
-    mention_weight: float = 0.1
+    mention_weight: float = 0.0  # NegConstraint train: no demotion beat none (logical-negation-sentences.md)
     mention_constraint: bool = False
     mention_positive_min: float = 0.0
     mention_drop_shared: bool = False
-    mention_scorer: str = "lexical"
+    mention_scorer: str = "sentence+lexical"
     mention_head_shift: float = 0.0
     mention_sentence_beta: float = 1000.0
     # the sentence scorer's best point on NegConstraint's TRAIN split (logical-negation-sentences-selection.md)

@@ -322,6 +322,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         logical_info["plausibility"] = plausibility_info
     if mentions is not None:
         logical_info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(candidates)})
+        logical_info["mention_weight"] = config.mention_weight  # 0: traced, not ranked on
         if sentence_note:
             logical_info["mentions_note"] = sentence_note
     if ce_info is not None:
