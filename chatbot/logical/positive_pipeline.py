@@ -91,4 +91,10 @@ def pipeline_then_exclude(
     info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(ranked)})
     info["final_scores"] = {h.segment.id: round(h.score, 6) for h in shown}
     info["positive_scores"] = {h.segment.id: round(h.detail["positive_score"], 6) for h in shown}
+    # per term, for the shown hits: the positive part's cosine, each NOT term's P(mention)
+    index_of = {h.segment.id: i for i, h in enumerate(ranked)}
+    info["term_scores"] = {
+        positive: {h.segment.id: round(float(h.detail.get(f"term:{positive}", np.nan)), 4) for h in shown},
+        **{t: {h.segment.id: round(float(mentions.probs[t][index_of[h.segment.id]]), 4) for h in shown} for t in negs},
+    }
     return base.candidates, out, info

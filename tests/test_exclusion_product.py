@@ -1,0 +1,69 @@
+"""Exclusion questions on the patient's path over the bundled cards, with the shipped models and default
+settings (issue 19): answered with 3 links, the right card first and the reply from it, never from a sentence
+that names the excluded thing; the trace shows the decomposition, the per-term scores of the linked passages
+and which sentence triggered a NOT. English and Italian."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_relevance_gate_models import e5_cache  # noqa: F401  (module fixture: the e5 ONNX build)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def services(e5_cache, tmp_path_factory):  # noqa: F811
+    from chatbot.ingest import ingest_paths
+    from chatbot.pipeline import Services
+    from chatbot.resources import demo_cards
+    from chatbot.settings import Settings
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CERTIFIED_CHATBOT_CACHE", str(e5_cache))
+    settings = Settings(paths={"data_dir": tmp_path_factory.mktemp("exclusion-data")}, embedding={"model": "e5-onnx"})
+    s = Services(settings)
+    assert s.cross_encoder is not None, "the shipped cross-encoder (models/reranker) did not load"
+    ingest_paths([demo_cards()], s, quiet=True)
+    assert s.index.sentences is not None and s.index.sentences.stored_segments(), "no sentence vectors stored"
+    yield s
+    mp.undo()
+
+
+@pytest.mark.parametrize(
+    ("question", "good", "excluded_word"),
+    [
+        ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat"),
+        ("Quali alimenti sono ricchi di ferro a parte la carne rossa?", {"it-stanchezza-gravidanza"}, "carne rossa"),
+        ("What helps with nausea in pregnancy other than ginger?", {"en-preg-morning-sickness"}, "ginger"),
+        ("Cosa aiuta la nausea in gravidanza oltre allo zenzero?", {"it-nausea-vomito-gravidanza"}, "zenzero"),
+    ],
+)
+def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the_excluded_thing(
+    services, question, good, excluded_word
+):
+    from chatbot.answer import answer
+
+    ans = answer(question, services)
+    trace = ans["trace"]
+    assert trace["route"]["pipeline"] == "logical" and trace["route"]["excluded"]
+    assert ans["status"] == "answered", trace["safety"].get("relevance")
+    docs = [link["segment_id"].split("#")[0] for link in ans["links"]]
+    assert len(docs) == 3 and docs[0] in good, docs
+    assert trace["compose"]["answer"]["doc_id"] in good
+    assert excluded_word not in ans["reply"].lower()
+    logical = trace["logical"]
+    assert logical["query"] == trace["route"]["decomposition"]
+    mentions = next(iter(logical["mentions"].values()))["candidates"]
+    for link in ans["links"]:  # per-term evidence of each linked passage
+        assert link["segment_id"] in mentions and "p" in mentions[link["segment_id"]]
+
+
+def test_the_trace_names_the_sentence_that_mentions_the_excluded_thing(services):
+    from chatbot.answer import answer
+
+    ans = answer("Which foods are high in iron apart from red meat?", services)
+    rows = ans["trace"]["logical"]["mentions"]["red meat"]["candidates"]
+    iron = next(row for sid, row in rows.items() if sid.startswith("en-preg-iron-anaemia#") and row["sentence"])
+    assert iron["sentence"].startswith("Good sources of iron include lean red meat")
+    assert iron["triggered_by"] in ("lexical", "sentence vectors")
