@@ -539,6 +539,11 @@ class LogicalSettings(_Group):
         "(rerank.rrf_k), as the rerank stage does for other questions (NegConstraint train S@1 0.564 -> 0.584; "
         "logical-negation-sentences.md). False: the cross-encoder's sigmoid alone.",
     )
+    mention_title: bool = Field(
+        default=True,
+        description="A document whose title names every word of a NOT term is about the excluded thing: it ranks "
+        "below every other document (bundled cards; NegConstraint passages have no titles).",
+    )
     positive_source: Literal["terms", "pipeline"] = Field(
         default="terms",
         description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "

@@ -221,3 +221,33 @@ def test_an_exclusion_with_no_positive_part_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="needs a positive part"):
         positive_text(parse('NOT "fever"'), "  ")
     assert positive_text(parse('"asthma" AND NOT "fever"'), None) == "asthma"
+
+
+def test_a_document_whose_title_names_the_excluded_thing_goes_below_the_others() -> None:
+    titles = [
+        ("folic", "Folic acid before and during pregnancy"),
+        ("vitd", "Vitamin D in pregnancy"),
+        ("folico", "Acido folico prima e durante la gravidanza"),
+        ("untitled", ""),  # NegConstraint's passages have no title: never concerned
+        ("meds", "Medicines in pregnancy"),
+    ]
+    hits = [Hit(Segment(f"{d}#0", d, "x.", t, "https://example.org/" + d, 0), 1.0) for d, t in titles]
+    query = parse('"vitamins in pregnancy" AND NOT "folic acid" AND NOT "medicine"')
+    named = exclusion.titles_naming(query, hits)
+    # EN/IT synonyms and stems: "Acido folico" names "folic acid", "Medicines" names "medicine"
+    assert named == {"folic": "folic acid", "folico": "folic acid", "meds": "medicine"}
+    assert [h.segment.doc_id for h in exclusion.below_titled(hits, named)] == [
+        "vitd",
+        "untitled",
+        "folic",
+        "folico",
+        "meds",
+    ]
+    # every word of the term must be in the title: "counting the movements" is not named by "movements" alone
+    assert (
+        exclusion.titles_naming(
+            parse('"x" AND NOT "counting the movements"'),
+            [Hit(Segment("m#0", "m", "x.", "Your baby's movements", "https://example.org/m", 0), 1.0)],
+        )
+        == {}
+    )

@@ -70,6 +70,8 @@ class LogicalConfig:
     # terms: the ITLR decomposition ranks (steps 3-9 of pipeline.py); pipeline: the positive part goes through
     # retrieval.pipeline as any question does, then the NOT terms demote/constrain (positive_pipeline.py)
     positive_source: str = "terms"
+    # a document whose title names a NOT term is about it: below every other (exclusion.titles_naming)
+    mention_title: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -116,6 +118,7 @@ _SETTING_FIELDS = (
     "mention_sentence_orth",
     "positive_rrf",
     "positive_source",
+    "mention_title",
     "final",
     "per_term_k",
     "include_question",

@@ -162,6 +162,24 @@ def constrain(ranked: list[Hit], doc_violation: dict[str, float], segment_ok: di
     return sorted(ranked, key=tier)  # stable: the score order is kept inside each tier
 
 
+def titles_naming(query: Node, hits: list[Hit]) -> dict[str, str]:
+    """Documents whose title names every word of a NOT term (stems, EN/IT synonyms): they are about the excluded
+    thing ("Folic acid before and during pregnancy" for NOT "folic acid"). Document id → that NOT term."""
+    out: dict[str, str] = {}
+    for t in negative_terms(query):
+        tw = term_words(t, "", drop_shared=False)
+        for h in hits:
+            title = set().union(*sentence_stems(h.segment.title)) if h.segment.title.strip() else set()
+            if tw.stems and title and all(g & title for g in tw.stems):
+                out.setdefault(h.segment.doc_id, t)
+    return out
+
+
+def below_titled(ranked: list[Hit], named: dict[str, str]) -> list[Hit]:
+    """The documents whose title names an excluded thing after all the others (order kept in each group)."""
+    return sorted(ranked, key=lambda h: h.segment.doc_id in named)
+
+
 def document_violation(hits: list[Hit], violation: np.ndarray) -> dict[str, float]:
     """The largest per-segment violation of each document among ``hits`` (aligned with ``violation``)."""
     out: dict[str, float] = {}

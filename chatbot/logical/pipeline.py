@@ -289,6 +289,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             exclusion.document_violation(candidates, violation),
             {h.segment.id: bool(v) for h, v in zip(candidates, ok, strict=True)},
         )
+    titled = exclusion.titles_naming(query, ranked) if config.mention_title else {}
+    ranked = exclusion.below_titled(ranked, titled)
     top = ranked[: settings.retrieval.top_n]
     shown = ranked[: config.trace_top]
     logical_info.update(
@@ -312,6 +314,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             "term_scores": {t: {h.segment.id: round(h.detail[f"term:{t}"], 4) for h in shown} for t in names},
             "composed": {h.segment.id: round(h.detail["composed"], 4) for h in shown},
             "final_scores": {h.segment.id: round(h.score, 4) for h in shown},
+            "titles_naming_excluded": titled,
             "term_scorer": config.term_scorer,
         }
     )

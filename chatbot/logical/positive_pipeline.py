@@ -61,8 +61,10 @@ def pipeline_then_exclude(
     ]
     info: dict[str, Any] = {"positive_source": "pipeline", "positive_pipeline": name, "positive": positive}
     negs = negative_terms(query)
+    titled = exclusion.titles_naming(query, ranked) if config.mention_title else {}
+    info["titles_naming_excluded"] = titled
     if not (config.mention and negs and ranked):
-        return base.candidates, ranked, info
+        return base.candidates, exclusion.below_titled(ranked, titled), info
     vectors = dict(zip(negs, timed(timings, "embed_terms", lambda: services.embedder.embed_queries(negs)), strict=True))
     sentences = None
     if knobs.scorer in ("sentence", "sentence+lexical"):
@@ -87,6 +89,7 @@ def pipeline_then_exclude(
             exclusion.document_violation(ranked, violation),
             {h.segment.id: True for h in ranked},  # the pipeline ranked them for the positive part
         )
+    out = exclusion.below_titled(out, titled)
     shown = out[: config.trace_top]
     info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(ranked)})
     info["final_scores"] = {h.segment.id: round(h.score, 6) for h in shown}
