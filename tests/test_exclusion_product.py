@@ -30,18 +30,52 @@ def services(e5_cache, tmp_path_factory):  # noqa: F811
     mp.undo()
 
 
+@pytest.fixture(scope="module")
+def pipeline_services(services):
+    """The same index, with the positive part ranked by retrieval.pipeline (logical.positive_source=pipeline)."""
+    from chatbot.pipeline import Services
+    from chatbot.settings import Settings
+
+    settings = Settings(
+        paths={"data_dir": services.settings.paths.data_dir},
+        embedding={"model": "e5-onnx"},
+        logical={"positive_source": "pipeline"},
+    )
+    return Services(settings)
+
+
+IRON_EN = ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat")
+IRON_IT = ("Quali alimenti sono ricchi di ferro a parte la carne rossa?", {"it-stanchezza-gravidanza"}, "carne rossa")
+NAUSEA = [
+    ("What helps with nausea in pregnancy other than ginger?", {"en-preg-morning-sickness"}, "ginger"),
+    ("Cosa aiuta la nausea in gravidanza oltre allo zenzero?", {"it-nausea-vomito-gravidanza"}, "zenzero"),
+]
+KNOWN_MISS = pytest.mark.xfail(
+    strict=True,
+    reason="known miss with the default logical.positive_source=terms: the cross-encoder ties the calcium (EN) / "
+    "general nutrition (IT) card with the right one and the document's second segment decides "
+    "(evaluation/results/logical-negation-sentences.md section 5)",
+)
+
+
 @pytest.mark.parametrize(
     ("question", "good", "excluded_word"),
-    [
-        ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat"),
-        ("Quali alimenti sono ricchi di ferro a parte la carne rossa?", {"it-stanchezza-gravidanza"}, "carne rossa"),
-        ("What helps with nausea in pregnancy other than ginger?", {"en-preg-morning-sickness"}, "ginger"),
-        ("Cosa aiuta la nausea in gravidanza oltre allo zenzero?", {"it-nausea-vomito-gravidanza"}, "zenzero"),
-    ],
+    [pytest.param(*IRON_EN, marks=KNOWN_MISS), pytest.param(*IRON_IT, marks=KNOWN_MISS), *NAUSEA],
 )
 def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the_excluded_thing(
     services, question, good, excluded_word
 ):
+    check(services, question, good, excluded_word)
+
+
+@pytest.mark.parametrize(("question", "good", "excluded_word"), [IRON_EN, IRON_IT, *NAUSEA])
+def test_ranking_the_positive_part_as_any_question_gets_the_right_card_first(
+    pipeline_services, question, good, excluded_word
+):
+    check(pipeline_services, question, good, excluded_word)
+
+
+def check(services, question: str, good: set[str], excluded_word: str) -> None:
     from chatbot.answer import answer
 
     ans = answer(question, services)
@@ -50,7 +84,8 @@ def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the
     assert ans["status"] == "answered", trace["safety"].get("relevance")
     docs = [link["segment_id"].split("#")[0] for link in ans["links"]]
     assert len(docs) == 3 and docs[0] in good, docs
-    assert trace["compose"]["answer"]["doc_id"] in good
+    reply_from = trace["compose"]["attempts"][-1]["pieces"][0]["segment_id"].split("#")[0]
+    assert reply_from in good, reply_from
     assert excluded_word not in ans["reply"].lower()
     logical = trace["logical"]
     assert logical["query"] == trace["route"]["decomposition"]
