@@ -100,10 +100,10 @@ class IndexSettings(_Group):
         "linear cost (fine below ~100k segments).",
     )
     sentence_vectors: bool = Field(
-        default=True,
-        description="Also store one vector per sentence (<collection>-sentences) when segments are embedded; ingest "
-        "fills in an older index's. NOT terms are scored on them with no query-time encoding. Ingest costs about "
-        "twice as much.",
+        default=False,
+        description="Also store one vector per sentence (<collection>-sentences) for logical.mention_scorer=sentence; "
+        "ingest fills in an older index's (about twice the embedding). Off: it did not win on NegConstraint train "
+        "(logical-negation-sentences.md).",
     )
 
 
@@ -514,7 +514,7 @@ class LogicalSettings(_Group):
         "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
     )
     mention_scorer: Literal["lexical", "trained", "both", "sentence", "sentence+lexical"] = Field(
-        default="sentence+lexical",
+        default="lexical",
         description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (mention_head; "
         "test S@1 0.519 -> 0.494), both, sentence (cosine over the stored sentence vectors) or sentence+lexical "
         "(the larger P; logical-negation-sentences.md).",

@@ -143,11 +143,37 @@ def test_the_segment_index_writes_and_deletes_sentences_with_its_segments(tmp_pa
 # -- through the logical pipeline (tests/test_logical_pipeline.py's cards) --------------------------------------
 
 
+def with_sentences(services):
+    """The services' index with a sentence store filled for every segment (as index.sentence_vectors=true does)."""
+    services.index.sentences = SentenceVectors(services.client, services.collection_name, services.embedder)
+    services.index.sentences.sync(services.index.all_segments()[0])
+    return services
+
+
+def test_the_setting_gives_the_index_its_sentence_store(tmp_path, fake_embedder) -> None:
+    from chatbot.pipeline import Services
+    from chatbot.settings import Settings
+    from tests.conftest import indexed_services
+    from tests.test_logical_pipeline import DOCS
+
+    settings = Settings(
+        paths={"data_dir": tmp_path / "on"},
+        index={"collection": "cards", "exact": True, "sentence_vectors": True},
+        embedding={"model": "minilm"},
+    )
+    services = indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
+    segments = services.index.all_segments()[0]
+    assert sorted(services.index.sentences.stored_segments()) == sorted(s.id for s in segments)
+    off = Services(Settings(paths={"data_dir": tmp_path / "off"}, embedding={"model": "minilm"}))
+    off.__dict__["embedder"] = fake_embedder
+    assert off.index.sentences is None  # the default: no sentence store
+
+
 def test_the_pipeline_demotes_on_stored_sentences_and_names_the_sentence(tmp_path, fake_embedder) -> None:
     from chatbot.logical.pipeline import LogicalConfig, logical_retrieve
     from tests.test_logical_pipeline import make_services
 
-    services = make_services(tmp_path, fake_embedder)  # no reranker: final = composed × mentions
+    services = with_sentences(make_services(tmp_path, fake_embedder))  # no reranker: final = composed × mentions
     calls = fake_embedder.passage_calls
     plain = logical_retrieve("asthma other than fever", services, LogicalConfig(mention=False))
     config = LogicalConfig(

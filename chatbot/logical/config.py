@@ -55,7 +55,7 @@ class LogicalConfig:
     mention_constraint: bool = False
     mention_positive_min: float = 0.0
     mention_drop_shared: bool = False
-    mention_scorer: str = "sentence+lexical"
+    mention_scorer: str = "lexical"  # sentence / sentence+lexical need index.sentence_vectors (did not win on train)
     mention_head_shift: float = 0.0
     mention_sentence_beta: float = 1000.0
     # the sentence scorer's best point on NegConstraint's TRAIN split (logical-negation-sentences-selection.md)
