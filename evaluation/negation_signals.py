@@ -108,8 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     services = eval_services(args.data)
     services.index.count()
-    if services.index.sentences is None or services.index.sentences.collection() is None:
-        raise SystemExit("no stored sentence vectors for this index: run an ingest (index.sentence_vectors=true)")
+    from chatbot.sentence_vectors import SentenceVectors
+
+    store = services.index.sentences or SentenceVectors(services.index.client, services.index.name, services.embedder)
+    if store.collection() is None:
+        raise SystemExit(
+            "no stored sentence vectors for this index: run the harness or an ingest once with "
+            "CHATBOT_INDEX__SENTENCE_VECTORS=true"
+        )
+    services.index.sentences = store
     memoised_services(services, args.cache)
     judged = load_judged(args.data, None, "train")
     rows = []
