@@ -123,6 +123,8 @@ class SegmentIndex:
         # returns "may a patient read this segment?" for the current content generation (chatbot.content_gate);
         # called only when a managed segment (content_version) is among the hits
         self.visible: Callable[[], Callable[[Segment], bool]] | None = None
+        # one vector per sentence beside this collection (chatbot.sentence_vectors; index.sentence_vectors)
+        self.sentences: Any | None = None
 
     # -- collection handling -------------------------------------------------
     def _metadata(self) -> dict[str, Any]:
@@ -231,6 +233,8 @@ class SegmentIndex:
             if progress:
                 progress(len(batch))
         report.embedded = len(to_embed)
+        if self.sentences is not None:  # gone segments' sentences dropped; an older index's filled in
+            self.sentences.sync(segments, batch_size)
         report.seconds = time.perf_counter() - start
         self._matrix = None
         return report
@@ -244,6 +248,8 @@ class SegmentIndex:
             documents=[s.text for s in batch],
             metadatas=[s.metadata() for s in batch],
         )
+        if self.sentences is not None:
+            self.sentences.add(batch)
 
     def add_segments(self, segments: Sequence[Segment], batch_size: int = 64) -> list[str]:
         """Embed and add the segments not in the collection yet (the others are left as they are); returns
@@ -261,11 +267,15 @@ class SegmentIndex:
         coll = self.collection(create=True)
         for i in range(0, len(ids), 5000):
             coll.delete(ids=list(ids[i : i + 5000]))
+        if self.sentences is not None:
+            self.sentences.delete_segments(ids)
         self._matrix = None
 
     def delete_version(self, version_id: int) -> None:
         """Remove every segment of one managed document version."""
         self.collection(create=True).delete(where={"content_version": int(version_id)})
+        if self.sentences is not None:
+            self.sentences.delete_version(version_id)
         self._matrix = None
 
     # -- search --------------------------------------------------------------

@@ -68,6 +68,10 @@ class Services:
             exact=s.exact,
         )
         index.visible = self._content_visible
+        if s.sentence_vectors:
+            from chatbot.sentence_vectors import SentenceVectors
+
+            index.sentences = SentenceVectors(self.client, self.collection_name, self.embedder)
         return index
 
     def _content_visible(self):

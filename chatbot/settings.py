@@ -99,6 +99,12 @@ class IndexSettings(_Group):
         description="Score every segment exactly with NumPy instead of the HNSW index: perfect recall, "
         "linear cost (fine below ~100k segments).",
     )
+    sentence_vectors: bool = Field(
+        default=False,
+        description="Also store one vector per sentence (<collection>-sentences) for logical.mention_scorer=sentence; "
+        "ingest fills in an older index's (about twice the embedding). Off: it did not win on NegConstraint train "
+        "(logical-negation-sentences.md).",
+    )
 
 
 class EmbeddingSettings(_Group):
@@ -497,7 +503,11 @@ class LogicalSettings(_Group):
     mention_tau_concept: float = Field(default=0.7, description="τ of the mention calibration for other terms.")
     mention_lam: float = Field(default=12.0, gt=0, description="λ of the mention calibration σ((s−τ)·λ).")
     mention_weight: float = Field(
-        default=0.1, ge=0, le=1, description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes."
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Score × ∏ over NOT terms (1 − weight·P(mention)): either NOT demotes. 0 (chosen on NegConstraint "
+        "train, logical-negation-sentences.md: every demotion tried lost to none): the mentions are traced only.",
     )
     mention_constraint: bool = Field(
         default=False,
@@ -515,10 +525,41 @@ class LogicalSettings(_Group):
         description="Look only for the NOT term's words that the positive part does not use (the lexical "
         "orthogonal NOT: 'NOT the specifics of the Teutoburg Forest' in a question on that battle).",
     )
-    mention_scorer: Literal["lexical", "trained", "both"] = Field(
+    mention_scorer: Literal["lexical", "trained", "both", "sentence", "sentence+lexical"] = Field(
         default="lexical",
-        description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (models/"
-        "mention_head on stored e5 vectors; test S@1 0.519 -> 0.494, logical-negation-trained.md) or both.",
+        description="P(candidate discusses a NOT term): lexical (its words in one sentence), trained (mention_head; "
+        "test S@1 0.519 -> 0.494), both, sentence (cosine over the stored sentence vectors) or sentence+lexical "
+        "(the larger P; logical-negation-sentences.md).",
+    )
+    mention_sentence_beta: float = Field(
+        default=1000.0, gt=0, description="Sentence scorer: soft maximum over sentence cosines (large: plain max)."
+    )
+    mention_sentence_tau_entity: float = Field(
+        default=0.06, description="Sentence scorer: τ of σ((s−τ)·λ) for names (capitalised, digits)."
+    )
+    mention_sentence_tau_concept: float = Field(default=0.06, description="Sentence scorer: τ for other terms.")
+    mention_sentence_lam: float = Field(default=100.0, gt=0, description="Sentence scorer: λ of σ((s−τ)·λ).")
+    mention_sentence_center: bool = Field(
+        default=True, description="Sentence scorer: subtract the median score over the question's candidates."
+    )
+    mention_sentence_orth: bool = Field(
+        default=True, description="Sentence scorer: the NOT term's vector orthogonalised to the positive terms."
+    )
+    positive_rrf: bool = Field(
+        default=True,
+        description="rerank-terms: each positive term's cross-encoder score is fused with its dense order by RRF "
+        "(rerank.rrf_k), as the rerank stage does for other questions (NegConstraint train S@1 0.564 -> 0.584; "
+        "logical-negation-sentences.md). False: the cross-encoder's sigmoid alone.",
+    )
+    mention_title: bool = Field(
+        default=True,
+        description="A document whose title names every word of a NOT term is about the excluded thing: it ranks "
+        "below every other document (bundled cards; NegConstraint passages have no titles).",
+    )
+    positive_source: Literal["terms", "pipeline"] = Field(
+        default="terms",
+        description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "
+        "ranked by retrieval.pipeline as any question is, then NOT mentions demote it (logical.mention_*).",
     )
     mention_head_shift: float = Field(
         default=0.0, description="Trained scorer: P = σ(logit − shift) (a larger shift demotes fewer passages)."

@@ -44,11 +44,32 @@ HEAD_GRID: dict[str, list[Any]] = {
     "mention_weight": [0.1, 0.3, 0.6, 0.9],
     "mention_head_shift": [-1.0, 0.0, 1.0, 2.0],
 }
-GRIDS = {"mention": GRID, "head": HEAD_GRID}
+# Sentence vectors stored at index time (logical-negation-sentences.md): the NOT term's cosine over a
+# candidate's stored sentences, centred on the candidates' median and calibrated, alone or with the lexical P;
+# and the positive terms' cross-encoder scores fused with their dense order (RRF) as the rerank stage does.
+SENTENCE_GRID: dict[str, list[Any]] = {
+    "positive_rrf": [False, True],
+    "mention_scorer": ["lexical", "sentence", "sentence+lexical"],
+    "mention_sentence_orth": [False, True],
+    "sentence_tau": [0.03, 0.06],  # τ of both term kinds
+    "mention_weight": [0.1, 0.3, 0.9],
+}
+# The positive part ranked by retrieval.pipeline as any question (logical.positive_source=pipeline), then NOT
+# mentions demote or constrain; against the decomposition's term scores (terms).
+PIPELINE_GRID: dict[str, list[Any]] = {
+    "positive_source": ["terms", "pipeline"],
+    "mention_scorer": ["lexical", "sentence+lexical"],
+    "mention_weight": [0.0, 0.1, 0.3, 0.6],
+    "constraint": [(False, 0.0), (True, 0.0)],
+}
+GRIDS = {"mention": GRID, "head": HEAD_GRID, "sentence": SENTENCE_GRID, "pipeline": PIPELINE_GRID}
 
 
 def _changes(point: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in point.items() if k != "constraint"}
+    out = {k: v for k, v in point.items() if k not in ("constraint", "sentence_tau")}
+    if "sentence_tau" in point:
+        out["mention_sentence_tau_entity"] = out["mention_sentence_tau_concept"] = point["sentence_tau"]
+        out["mention_sentence_lam"] = 100.0
     if "constraint" in point:
         out["mention_constraint"], out["mention_positive_min"] = point["constraint"]
     return out
@@ -70,6 +91,7 @@ class _Memo:
         self.scores: dict[tuple[str, str], float] = {}
         self.searches: dict[tuple[bytes, int], list] = {}
         self.gets: dict[tuple[str, ...], Any] = {}
+        self.sentence_rows: dict[tuple[str, ...], Any] = {}
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
@@ -108,8 +130,10 @@ def memoised_services(services: Any, cache: Path | None = None) -> Any:
     embedder.name, embedder.dim = services.embedder.name, services.embedder.dim
     embedder.embed_queries = memo.embed_queries
     embedder.embed_passages = services.embedder.embed_passages
-    reranker = type("MemoReranker", (), {})()
-    reranker.name = getattr(services.reranker, "name", "")
+    # the real reranker object keeps its type (the rerank stage fuses a cross-encoder's ranks by RRF), its
+    # score method is memoised
+    reranker = services.reranker
+    memo.reranker = type("Inner", (), {"score": staticmethod(reranker.score)})()
     reranker.score = memo.score
     index = services.index
     inner_search = index.search_vectors
@@ -128,6 +152,17 @@ def memoised_services(services: Any, cache: Path | None = None) -> Any:
             return memo.gets[key]
 
     index.collection = lambda: _Collection()
+    sentences = getattr(index, "sentences", None)
+    if sentences is not None:  # stored sentence vectors: one lookup per candidate set
+        inner_lookup = sentences.lookup
+
+        def lookup(ids: Sequence[str]) -> Any:
+            key = tuple(ids)
+            if key not in memo.sentence_rows:
+                memo.sentence_rows[key] = inner_lookup(ids)
+            return memo.sentence_rows[key]
+
+        sentences.lookup = lookup
     services.__dict__["embedder"] = embedder
     services.__dict__["reranker"] = reranker
     return services
@@ -199,6 +234,10 @@ def run_select(args: argparse.Namespace) -> Path:
         changes = dict(zip(keys, combo, strict=True))
         if changes.get("mention_scorer") == "lexical" and changes.get("mention_head_shift", 0.0) != 0.0:
             continue  # the shift only moves the trained head
+        if changes.get("mention_scorer") == "lexical" and "sentence_tau" in changes:
+            first = {k: v[0] for k, v in grid.items() if k.startswith(("mention_sentence", "sentence_"))}
+            if any(changes[k] != v for k, v in first.items()) or changes["mention_weight"] != 0.1:
+                continue  # the sentence knobs only move the sentence scorer; lexical keeps its chosen weight
         config = LogicalConfig(**{**base.__dict__, "mention": True, **_changes(changes)})
         rows.append({"variant": "mention", **changes, **evaluate_config(services, judged, config)})
         print(json.dumps(rows[-1]), flush=True)

@@ -124,7 +124,12 @@ def test_the_pipeline_demotes_a_passage_that_names_the_excluded_thing_and_says_w
     services = make_services(tmp_path, fake_embedder)  # no reranker: final = composed (x mentions)
     plain = logical_retrieve("asthma other than fever", services, LogicalConfig(mention=False))
     config = LogicalConfig(
-        mention=True, mention_constraint=False, mention_weight=0.9, mention_lam=12.0, mention_tau_concept=0.5
+        mention=True,
+        mention_scorer="lexical",
+        mention_constraint=False,
+        mention_weight=0.9,
+        mention_lam=12.0,
+        mention_tau_concept=0.5,
     )
     result = logical_retrieve("asthma other than fever", services, config)
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from chatbot.logical import pipeline as logical
@@ -72,11 +70,12 @@ def test_composed_scores_are_exact_on_hand_made_vectors(tmp_path, fake_embedder)
     assert info["query"] == '"asthma" AND NOT "fever"'
     assert info["final"] == "composed"
     scores = {h.segment.doc_id: h.score for h in result.ranked}
-    # positive: 2/√5 · (1 − 0); distractor: 2/√5 · (1 − 1/√5), then × (1 − 0.1·σ((1 − 0.7)·12)) for the
-    # sentence that names "fever" (logical.mention defaults, tests/test_logical_mention.py)
-    mention = 1 - 0.1 / (1 + math.exp(-(1.0 - 0.7) * 12.0))
+    # positive: 2/√5 · (1 − 0); distractor: 2/√5 · (1 − 1/√5); the mention of "fever" is traced, not ranked on
+    # (logical.mention_weight defaults to 0, chosen on NegConstraint's train split)
     assert scores["positive"] == pytest.approx(2 / 5**0.5)
-    assert scores["distractor"] == pytest.approx(2 / 5**0.5 * (1 - 1 / 5**0.5) * mention)
+    assert scores["distractor"] == pytest.approx(2 / 5**0.5 * (1 - 1 / 5**0.5))
+    assert info["mention_weight"] == 0.0
+    assert info["mentions"]["fever"]["candidates"][result.ranked[1].segment.id]["p"] > 0.5
     seg = result.ranked[0].segment.id
     assert info["term_scores"]["asthma"][seg] == pytest.approx(2 / 5**0.5, abs=1e-4)
     assert info["term_scores"]["fever"][seg] == pytest.approx(0.0)

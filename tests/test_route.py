@@ -114,6 +114,10 @@ def test_the_review_page_shows_the_route_and_the_decomposition(tmp_path, fake_em
     text = detail_markdown(turn)
 
     assert '**Route:** `logical` (exclusion cue \'other than\' (en)) · decomposition `"asthma" AND NOT "fever"`' in text
+    distractor = next(link["segment_id"] for link in ans["links"] if link["segment_id"].startswith("distractor#"))
+    line = next(x for x in text.split("\n\n") if x.startswith(f"**Exclusion scores** `{distractor}`"))
+    assert "`asthma` " in line and "NOT `fever` P " in line
+    assert line.endswith("“Asthma with fever: asthma attacks, fever at night, asthma review and asthma inhalers.”")
 
 
 @pytest.mark.parametrize(

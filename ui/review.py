@@ -110,6 +110,7 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             f"**Route:** `{routed.get('pipeline')}` ({routed.get('reason')})"
             + (f" · decomposition `{routed['decomposition']}`" if routed.get("decomposition") else "")
         )
+    lines.extend(exclusion_lines(trace, turn["links"]))
     warning = fallback_warning({"trace": trace})
     if warning:
         lines.append(f"**LLM fallback:** {warning}")
@@ -125,6 +126,24 @@ def detail_markdown(turn: dict[str, Any]) -> str:
         state = "served by memory: revoke it in the *Approved answers* tab" if a["active"] else "revoked"
         lines.append(f"**Certified answer:** approval #{a['id']} ({state})")
     return "\n\n".join(lines)
+
+
+def exclusion_lines(trace: dict[str, Any], links: list[dict[str, Any]]) -> list[str]:
+    """For an exclusion question: each linked passage's per-term scores and the sentence that triggered a NOT."""
+    logical = trace.get("logical") or {}
+    scores, mentions = logical.get("term_scores") or {}, logical.get("mentions") or {}
+    out = []
+    for link in links:
+        sid = link.get("segment_id")
+        terms = " · ".join(f"`{t}` {v[sid]}" for t, v in scores.items() if sid in v)
+        nots = []
+        for term, info in mentions.items():
+            row = (info.get("candidates") or {}).get(sid)
+            if row and row.get("sentence"):
+                nots.append(f"NOT `{term}` P {row['p']} ({row.get('triggered_by')}): “{row['sentence']}”")
+        if terms or nots:
+            out.append(f"**Exclusion scores** `{sid}`: " + "; ".join(x for x in (terms, *nots) if x))
+    return out
 
 
 def approval_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:

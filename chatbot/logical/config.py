@@ -10,7 +10,7 @@ from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
 TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
-MENTION_SCORERS = ("lexical", "trained", "both")
+MENTION_SCORERS = ("lexical", "trained", "both", "sentence", "sentence+lexical")
 
 
 @dataclass
@@ -51,12 +51,27 @@ class LogicalConfig:
     mention_tau_entity: float = 0.7
     mention_tau_concept: float = 0.7
     mention_lam: float = 12.0
-    mention_weight: float = 0.1
+    mention_weight: float = 0.0  # NegConstraint train: no demotion beat none (logical-negation-sentences.md)
     mention_constraint: bool = False
     mention_positive_min: float = 0.0
     mention_drop_shared: bool = False
-    mention_scorer: str = "lexical"
+    mention_scorer: str = "lexical"  # sentence / sentence+lexical need index.sentence_vectors (did not win on train)
     mention_head_shift: float = 0.0
+    mention_sentence_beta: float = 1000.0
+    # the sentence scorer's best point on NegConstraint's TRAIN split (logical-negation-sentences-selection.md)
+    mention_sentence_tau_entity: float = 0.06
+    mention_sentence_tau_concept: float = 0.06
+    mention_sentence_lam: float = 100.0
+    mention_sentence_center: bool = True
+    mention_sentence_orth: bool = True
+    # rerank-terms: a positive term's cross-encoder score fused with its dense order by RRF (rerank.rrf_k), as the
+    # product's rerank stage does; chosen on NegConstraint's TRAIN split (logical-negation-sentences.md)
+    positive_rrf: bool = True
+    # terms: the ITLR decomposition ranks (steps 3-9 of pipeline.py); pipeline: the positive part goes through
+    # retrieval.pipeline as any question does, then the NOT terms demote/constrain (positive_pipeline.py)
+    positive_source: str = "terms"
+    # a document whose title names a NOT term is about it: below every other (exclusion.titles_naming)
+    mention_title: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -69,6 +84,8 @@ class LogicalConfig:
             raise ValueError(f"term_scorer {self.term_scorer!r}: one of {TERM_SCORERS}")
         if self.ce_candidates < 1:
             raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
+        if self.positive_source not in ("terms", "pipeline"):
+            raise ValueError(f"positive_source {self.positive_source!r}: terms or pipeline")
         if self.mention_scorer not in MENTION_SCORERS:
             raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
 
@@ -93,6 +110,15 @@ _SETTING_FIELDS = (
     "mention_drop_shared",
     "mention_scorer",
     "mention_head_shift",
+    "mention_sentence_beta",
+    "mention_sentence_tau_entity",
+    "mention_sentence_tau_concept",
+    "mention_sentence_lam",
+    "mention_sentence_center",
+    "mention_sentence_orth",
+    "positive_rrf",
+    "positive_source",
+    "mention_title",
     "final",
     "per_term_k",
     "include_question",

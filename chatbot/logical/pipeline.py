@@ -61,8 +61,10 @@ from chatbot.logical.scoring import (
     aggregate_documents,
     candidate_vectors,
     combine,
+    fused_rerank,
     normalise_rerank,
     orthogonal_negations,
+    stored_sentences,
     term_values,
 )
 from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline, timed
@@ -81,6 +83,12 @@ def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
         config.mention_drop_shared,
         config.mention_scorer,
         config.mention_head_shift,
+        config.mention_sentence_beta,
+        config.mention_sentence_tau_entity,
+        config.mention_sentence_tau_concept,
+        config.mention_sentence_lam,
+        config.mention_sentence_center,
+        config.mention_sentence_orth,
     )
 
 
@@ -116,6 +124,16 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         return result
 
     settings = services.settings
+    if config.positive_source == "pipeline":  # the positive part ranked as any question, then the NOTs
+        from chatbot.logical.positive_pipeline import pipeline_then_exclude
+
+        positive = detection.positive if detection else None
+        cands, ranked, extra = pipeline_then_exclude(
+            question, query, positive, services, config, knobs(config), timings
+        )
+        info = {"route": "logical", "query": to_string(query), "query_source": source_info, **extra}
+        info["detection"] = None if detection is None else {"negatives": list(detection.negatives)}
+        return RetrievalResult(question, cands, ranked, ranked[: settings.retrieval.top_n], timings, {"logical": info})
     names = terms(query)
     positives = positive_terms(query) or names
     term_vecs = timed(timings, "embed_terms", lambda: services.embedder.embed_queries(names))
@@ -176,7 +194,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     # With cross-encoder term scores the rerank stage is skipped (final order = the composed CE order):
     # reranking against the whole question would undo the negation (the CE rewards the excluded thing the
     # question names), and rerank-terms would rescore the positive terms the CE has just scored.
-    reranker = services.reranker if cross_encoder is None else None
+    # the reranker the product uses for this question's language (ours reads English; others get fusion)
+    reranker = services.reranker_for(question)[0] if cross_encoder is None else None
     final_mode = config.final if reranker is not None else "composed"
     if final_mode != "composed":
 
@@ -184,7 +203,11 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             for t in positives:
                 sims = cosines[t]
                 hits = [Hit(h.segment, float(c), {"dense": float(c)}) for h, c in zip(candidates, sims, strict=True)]
-                rerank_scores[t] = normalise_rerank(reranker.score(t, hits), reranker)
+                raw = reranker.score(t, hits)
+                k = settings.rerank.rrf_k if config.positive_rrf else 0
+                is_ce = getattr(reranker, "name", "") == "cross-encoder"
+                # as the product's rerank stage: the CE's order fused with the term's dense order (rerank.rrf_k)
+                rerank_scores[t] = fused_rerank(raw, sims, k) if k and is_ce else normalise_rerank(raw, reranker)
             if final_mode == "rerank":  # ignores the exclusions: for comparison only
                 return np.mean([rerank_scores[t] for t in positives], axis=0)
             return combine(query, {**values, **rerank_scores}, config)
@@ -192,12 +215,24 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         final = timed(timings, "rerank", rerank)
 
     mentions = None
+    sentence_note = None
     if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
+        mention_knobs = knobs(config)
         vecs = {t: term_vecs[names.index(t)] for t in negative_terms(query)}
+        sentences = None
+        if mention_knobs.scorer in ("sentence", "sentence+lexical"):
+            sentences, sentence_note = timed(
+                timings, "sentence_vectors", lambda: stored_sentences(services, candidates)
+            )
+            if mention_knobs.sentence_orth:
+                orth = orthogonal_negations(query, names, term_vecs)
+                vecs = {t: orth[names.index(t)] for t in negative_terms(query)}
+            if sentences is None:  # no sentence store: the lexical evidence alone, and the trace says why
+                mention_knobs = replace(mention_knobs, scorer="lexical")
         mentions = timed(
             timings,
             "mentions",
-            lambda: exclusion.detect_mentions(query, candidates, knobs(config), vecs, stored["candidates"]),
+            lambda: exclusion.detect_mentions(query, candidates, mention_knobs, vecs, stored["candidates"], sentences),
         )
         final = exclusion.demote(final, mentions, config.mention_weight)
     order = np.argsort(-final, kind="stable")
@@ -254,6 +289,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             exclusion.document_violation(candidates, violation),
             {h.segment.id: bool(v) for h, v in zip(candidates, ok, strict=True)},
         )
+    titled = exclusion.titles_naming(query, ranked) if config.mention_title else {}
+    ranked = exclusion.below_titled(ranked, titled)
     top = ranked[: settings.retrieval.top_n]
     shown = ranked[: config.trace_top]
     logical_info.update(
@@ -277,6 +314,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             "term_scores": {t: {h.segment.id: round(h.detail[f"term:{t}"], 4) for h in shown} for t in names},
             "composed": {h.segment.id: round(h.detail["composed"], 4) for h in shown},
             "final_scores": {h.segment.id: round(h.score, 4) for h in shown},
+            "titles_naming_excluded": titled,
             "term_scorer": config.term_scorer,
         }
     )
@@ -287,6 +325,9 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         logical_info["plausibility"] = plausibility_info
     if mentions is not None:
         logical_info["mentions"] = exclusion.trace(mentions, shown, {h.segment.id: i for i, h in enumerate(candidates)})
+        logical_info["mention_weight"] = config.mention_weight  # 0: traced, not ranked on
+        if sentence_note:
+            logical_info["mentions_note"] = sentence_note
     if ce_info is not None:
         if n_ce:
             ce_info["scores"] = {

@@ -12,7 +12,7 @@ from chatbot.logical.compose import Calibration, compose, exact_probability
 from chatbot.logical.config import LogicalConfig
 from chatbot.logical.query import Node, negative_terms, positive_terms
 from chatbot.pipeline import Services
-from chatbot.stages.rerank import best_per_document
+from chatbot.stages.rerank import best_per_document, rrf_scores
 from corpus.segmenter import embedding_text
 
 
@@ -27,6 +27,32 @@ def candidate_vectors(services: Services, hits: list[Hit]) -> np.ndarray:
     except Exception:
         pass
     return services.embedder.embed_passages([embedding_text(h.segment) for h in hits])
+
+
+def stored_sentences(services: Services, hits: list[Hit]) -> tuple[dict | None, str | None]:
+    """The candidates' stored sentence vectors (``chatbot.sentence_vectors``), or (None, why) without a store;
+    segments with no stored sentences are named in the note (the index predates the store: `chatbot ingest`)."""
+    store = getattr(services.index, "sentences", None)
+    if store is None:
+        return None, "no sentence vectors (index.sentence_vectors=false): NOT terms scored lexically"
+    found = store.lookup([h.segment.id for h in hits])
+    if not found:
+        return None, "the index has no sentence vectors yet (run `chatbot ingest`): NOT terms scored lexically"
+    missing = sum(1 for h in hits if h.segment.id not in found)
+    return found, (f"{missing} of {len(hits)} candidates have no stored sentence vectors" if missing else None)
+
+
+def fused_rerank(scores: np.ndarray, cosines: np.ndarray, k: int) -> np.ndarray:
+    """Reciprocal rank fusion of the candidates' cosine order and the reranker's order, 1/(k + r_dense) +
+    1/(k + r_rerank) (``chatbot.stages.rerank.rrf_scores``, as the product's rerank stage fuses them), divided
+    by its largest possible value 2/(k + 1) so that it lies in (0, 1]."""
+    if k < 1:
+        raise ValueError(f"rrf k {k}: at least 1")
+    scores, cosines = np.asarray(scores, dtype=np.float64), np.asarray(cosines, dtype=np.float64)
+    order = np.argsort(-cosines, kind="stable")
+    fused = np.empty(len(scores))
+    fused[order] = rrf_scores(scores[order], k)
+    return fused / (2.0 / (k + 1))
 
 
 def normalise_rerank(scores: np.ndarray, reranker: Any) -> np.ndarray:

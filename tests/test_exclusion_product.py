@@ -1,0 +1,103 @@
+"""Exclusion questions on the patient's path over the bundled cards, with the shipped models and default
+settings (issue 19): answered with 3 links, the right card first and the reply from it, never from a sentence
+that names the excluded thing; the trace shows the decomposition, the per-term scores of the linked passages
+and which sentence triggered a NOT. English and Italian."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_relevance_gate_models import e5_cache  # noqa: F401  (module fixture: the e5 ONNX build)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def services(e5_cache, tmp_path_factory):  # noqa: F811
+    from chatbot.ingest import ingest_paths
+    from chatbot.pipeline import Services
+    from chatbot.resources import demo_cards
+    from chatbot.settings import Settings
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CERTIFIED_CHATBOT_CACHE", str(e5_cache))
+    settings = Settings(paths={"data_dir": tmp_path_factory.mktemp("exclusion-data")}, embedding={"model": "e5-onnx"})
+    s = Services(settings)
+    assert s.cross_encoder is not None, "the shipped cross-encoder (models/reranker) did not load"
+    ingest_paths([demo_cards()], s, quiet=True)
+    yield s
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def pipeline_services(services):
+    """The same index, with the positive part ranked by retrieval.pipeline (logical.positive_source=pipeline)."""
+    from chatbot.pipeline import Services
+    from chatbot.settings import Settings
+
+    settings = Settings(
+        paths={"data_dir": services.settings.paths.data_dir},
+        embedding={"model": "e5-onnx"},
+        logical={"positive_source": "pipeline"},
+    )
+    return Services(settings)
+
+
+IRON_EN = ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat")
+IRON_IT = ("Quali alimenti sono ricchi di ferro a parte la carne rossa?", {"it-stanchezza-gravidanza"}, "carne rossa")
+NAUSEA = [
+    ("What helps with nausea in pregnancy other than ginger?", {"en-preg-morning-sickness"}, "ginger"),
+    ("Cosa aiuta la nausea in gravidanza oltre allo zenzero?", {"it-nausea-vomito-gravidanza"}, "zenzero"),
+]
+KNOWN_MISS = pytest.mark.xfail(
+    strict=True,
+    reason="known miss with the default logical.positive_source=terms: the cross-encoder ties the calcium (EN) / "
+    "general nutrition (IT) card with the right one and the document's second segment decides "
+    "(evaluation/results/logical-negation-sentences.md section 5)",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "good", "excluded_word"),
+    [pytest.param(*IRON_EN, marks=KNOWN_MISS), pytest.param(*IRON_IT, marks=KNOWN_MISS), *NAUSEA],
+)
+def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the_excluded_thing(
+    services, question, good, excluded_word
+):
+    check(services, question, good, excluded_word)
+
+
+@pytest.mark.parametrize(("question", "good", "excluded_word"), [IRON_EN, IRON_IT, *NAUSEA])
+def test_ranking_the_positive_part_as_any_question_gets_the_right_card_first(
+    pipeline_services, question, good, excluded_word
+):
+    check(pipeline_services, question, good, excluded_word)
+
+
+def check(services, question: str, good: set[str], excluded_word: str) -> None:
+    from chatbot.answer import answer
+
+    ans = answer(question, services)
+    trace = ans["trace"]
+    assert trace["route"]["pipeline"] == "logical" and trace["route"]["excluded"]
+    assert ans["status"] == "answered", trace["safety"].get("relevance")
+    docs = [link["segment_id"].split("#")[0] for link in ans["links"]]
+    assert len(docs) == 3 and docs[0] in good, docs
+    reply_from = trace["compose"]["attempts"][-1]["pieces"][0]["segment_id"].split("#")[0]
+    assert reply_from in good, reply_from
+    assert excluded_word not in ans["reply"].lower()
+    logical = trace["logical"]
+    assert logical["query"] == trace["route"]["decomposition"]
+    mentions = next(iter(logical["mentions"].values()))["candidates"]
+    for link in ans["links"]:  # per-term evidence of each linked passage
+        assert link["segment_id"] in mentions and "p" in mentions[link["segment_id"]]
+
+
+def test_the_trace_names_the_sentence_that_mentions_the_excluded_thing(services):
+    from chatbot.answer import answer
+
+    ans = answer("Which foods are high in iron apart from red meat?", services)
+    rows = ans["trace"]["logical"]["mentions"]["red meat"]["candidates"]
+    iron = next(row for sid, row in rows.items() if sid.startswith("en-preg-iron-anaemia#") and row["sentence"])
+    assert iron["sentence"].startswith("Good sources of iron include lean red meat")
+    assert iron["triggered_by"] in ("lexical", "sentence vectors")
