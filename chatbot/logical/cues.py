@@ -66,9 +66,10 @@ _CUES: list[tuple[str, str]] = [
     (rf"(?:ad|a|con\s+l')\s*eccezione\s+{_DI_IT}|tranne(?:\s+che(?:\s+per)?)?|eccetto|salvo|fuorch[ée]", "it"),
     (rf"all'infuori\s+{_DI_IT}|al\s+di\s+fuori\s+{_DI_IT}", "it"),
     (r"a\s+parte", "it"),
+    (r"fatta\s+eccezione\s+(?:per|di|del|dello|della|dei|degli|delle|dell')|eccezion\s+fatta\s+per", "it"),
     (rf"oltre\s+(?:all'|{_ART_IT}\b)", "it"),
     (rf"divers[oaie]\s+{_DA_IT}", "it"),
-    (rf"invece\s+{_DI_IT}|anzich[ée]|piuttosto\s+che", "it"),
+    (rf"invece\s+(?:che|{_DI_IT})|anzich[ée]|piuttosto\s+che", "it"),
     (rf"ma\s+non(?:\s+(?:ho|abbiamo|ha|c'è|ci\s+sono|include|riguarda))?(?=\s+{_NP_IT})", "it"),
     (rf",\s*non(?=\s+{_NP_IT})", "it"),
 ]
@@ -114,6 +115,7 @@ _CLAUSE_WORDS = (
 TERMINATOR = re.compile(
     r"[?!;]|\.(?=\s|$)|[()\u2063]|,(?P<q>[\"”']?)\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
     r"|:\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
+    r"|\s+(?=(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b)"
     r"|\s+(?:and|e)\s+(?=(?:how|what|why|which|who|where|when|in\s+what|to\s+what|does|do|did|is|are|was|were|"
     r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)",
     re.IGNORECASE,
@@ -144,7 +146,8 @@ STOPWORDS = {
 _IT_CUE_WORDS = {
     "tranne", "eccetto", "salvo", "fuorché", "fuorche", "escluso", "esclusa", "esclusi", "escluse", "escludendo",
     "ad", "a", "con", "all'infuori", "al", "oltre", "diverso", "diversa", "diversi", "diverse", "invece",
-    "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma",
+    "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma", "niente", "altro", "che",
+    "fatta", "eccezion",
 }  # fmt: skip
 
 

@@ -44,6 +44,7 @@ from chatbot.logical.cues import (
     TRIVIAL,
     cue_language,
 )
+from chatbot.logical.patient_cues import guarded_cues, strip_plea
 from chatbot.logical.query import And, Node, Not, Term, to_string
 
 
@@ -90,7 +91,7 @@ def _clean_term(text: str) -> str:
     text = text.replace(SENTINEL, " ")
     text = " ".join(text.split())
     text = text.strip(" ,.;:!?-–—")
-    text = LEADING_FILLER.sub("", text)
+    text = LEADING_FILLER.sub("", strip_plea(text))
     return _strip_quotes(text).strip(" ,.;:!?-–—")
 
 
@@ -220,6 +221,7 @@ def analyse(question: str) -> Detection | None:
             cand.append((m.start(), m.end(), m.group(0)))
         if IMPERATIVE.match(text) and (pm := PLAIN_WITHOUT_RE.search(text, pos)):
             cand.append((pm.start(), pm.end(), pm.group(0)))
+        cand.extend(guarded_cues(text, pos))
         for bm in BEYOND_RE.finditer(text, pos):
             if OTHER_RE.search(text[_clause_start(text, bm.start()) : bm.start()]):
                 cand.append((bm.start(), bm.end(), bm.group(0)))
@@ -272,7 +274,7 @@ def _clean_positive(text: str) -> str:
     text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*$", "", text, flags=re.IGNORECASE)
     text = re.sub(r"([?.!])\s*[,;]\s*", r"\1 ", text)
     text = re.sub(r"\(\s*\)", "", text)
-    return text.strip(" ,;:").rstrip("?.!").strip()
+    return strip_plea(text.strip(" ,;:")).rstrip("?.!").strip()
 
 
 def detect(question: str) -> Node | None:
