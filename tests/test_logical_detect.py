@@ -203,3 +203,88 @@ def test_negconstraint_coverage_is_complete():
     assert len(rows) == 180
     assert all(f is not None for f in found)
     assert all(f.negatives and len(f.positive) > 10 for f in found if f is not None)
+
+
+# Patient phrasings guarded by chatbot.logical.patient_cues (issue 19 item 6): exact decompositions.
+PATIENT_PHRASINGS = [
+    # without / senza + a treatment, after a request for options
+    ("Ways to ease period cramps without painkillers?", '"Ways to ease period cramps" AND NOT "painkillers"'),
+    ("How can I treat a chest cold without antibiotics", '"How can I treat a chest cold" AND NOT "antibiotics"'),
+    ("How to bring down cholesterol without statins", '"How to bring down cholesterol" AND NOT "statins"'),
+    ("Soluzioni per l'ansia senza farmaci?", '"Soluzioni per l\'ansia" AND NOT "farmaci"'),
+    (
+        "Come alleviare la sciatica senza un intervento chirurgico",
+        '"Come alleviare la sciatica" AND NOT "un intervento chirurgico"',
+    ),
+    # that are not / che non siano
+    ("Options for knee arthritis that are not injections", '"Options for knee arthritis" AND NOT "injections"'),
+    ("Remedies for hay fever that aren't pills", '"Remedies for hay fever" AND NOT "pills"'),
+    ("Therapies for acne that don't involve hormones", '"Therapies for acne" AND NOT "hormones"'),
+    ("Terapie per l'emicrania che non siano i triptani", '"Terapie per l\'emicrania" AND NOT "i triptani"'),
+    ("Qualcosa per il reflusso che non sia l'omeprazolo?", '"Qualcosa per il reflusso" AND NOT "l\'omeprazolo"'),
+    # no X please / niente X
+    ("Something for my sore knee, no ibuprofen please", '"Something for my sore knee" AND NOT "ibuprofen"'),
+    ("Please, no dairy: what snacks suit a toddler?", '"what snacks suit a toddler" AND NOT "dairy"'),
+    ("Rimedi per il raffreddore, niente antibiotici", '"Rimedi per il raffreddore" AND NOT "antibiotici"'),
+    ("Cosa cucinare stasera? Niente pesce per favore.", '"Cosa cucinare stasera" AND NOT "pesce"'),
+    # anything / all but
+    ("Breakfast ideas for diabetes, anything but oats", '"Breakfast ideas for diabetes" AND NOT "oats"'),
+    (
+        "Which antacids are fine in pregnancy, all but sodium bicarbonate?",
+        '"Which antacids are fine in pregnancy" AND NOT "sodium bicarbonate"',
+    ),
+    # Italian cues
+    ("Cosa prendere per la tosse altro che lo sciroppo?", '"Cosa prendere per la tosse" AND NOT "lo sciroppo"'),
+    ("Sintomi del morbillo fatta eccezione per le macchie", '"Sintomi del morbillo" AND NOT "le macchie"'),
+    ("Cosa bere la sera invece che la camomilla?", '"Cosa bere la sera" AND NOT "la camomilla"'),
+    ("Dolori articolari: cause esclusa l'artrite", '"Dolori articolari: cause" AND NOT "l\'artrite"'),
+    ("Integratori per la stanchezza salvo il magnesio", '"Integratori per la stanchezza" AND NOT "il magnesio"'),
+    ("Snacks for a long hike excluding nuts", '"Snacks for a long hike" AND NOT "nuts"'),
+]
+
+# Same words, no exclusion of a topic from what is asked: these keep the configured pipeline.
+PATIENT_NOT_EXCLUSIONS = [
+    "Which breads are gluten-free?",
+    "Pane senza glutine: dove lo trovo?",
+    "Biscotti senza zucchero per diabetici",
+    "Is it safe to eat smoked salmon without heating it?",
+    "My baby went two days without a dirty nappy, is that normal?",
+    "Posso prendere l'antibiotico senza mangiare?",
+    "Remedies for cold sores without side effects",
+    "Can I buy the pill without a prescription?",
+    "Exercises for a stiff neck without any equipment",
+    "Can I give birth without an epidural?",
+    "What helps a cough that is not getting better?",
+    "Foods that are not safe while breastfeeding",
+    "Quali sono i farmaci che non sono sicuri in gravidanza?",
+    "Come faccio a sapere che non sia un'infezione?",
+    "No fever, just a rash: what is it?",
+    "Niente febbre ma tanta tosse, cosa può essere?",
+    "No, I have not had the vaccine",
+    "My son eats nothing but pasta",
+    "Recovery after the op was all but painless",
+    "Non mangio nient'altro che riso in bianco",
+    "L'altro che mi hanno dato non funziona",
+    "Altro che riposare, devo lavorare: cosa prendo per il mal di schiena?",
+]
+
+
+@pytest.mark.parametrize(("question", "query"), PATIENT_PHRASINGS)
+def test_patient_exclusion_phrasings_are_decomposed(question, query):
+    found = detect(question)
+    assert found is not None, question
+    assert to_string(found) == query
+
+
+@pytest.mark.parametrize("question", PATIENT_NOT_EXCLUSIONS)
+def test_patient_phrasings_that_exclude_nothing_are_not_decomposed(question):
+    assert detect(question) is None
+
+
+def test_patient_cues_report_their_cue_and_language():
+    senza = analyse("Soluzioni per l'ansia senza farmaci?")
+    assert senza is not None and senza.cues == ("senza",) and senza.language == "it"
+    relative = analyse("Terapie per l'emicrania che non siano i triptani")
+    assert relative is not None and relative.cues == ("che non siano",) and relative.language == "it"
+    but = analyse("Breakfast ideas for diabetes, anything but oats")
+    assert but is not None and but.cues == ("anything but",) and but.language == "en"

@@ -20,6 +20,10 @@ inline up to the end of their clause ("…, excluding X? How …"), or lists ("e
 ``AND NOT "X" AND NOT "Y"``). The positive term is the question with every exclusion cut out.
 Plain "without"/"senza" is not a cue on its own ("Can I take ibuprofen without food?", "dieta senza
 glutine" keep their ordinary pipeline), nor are "not only … but also" and "but not limited to".
+Patients' phrasings that exclude only in some sentences ("without/senza X" after a request for options
+when X is a treatment, "that are not X"/"che non siano X", "no X please"/"niente X", "anything but X",
+"altro che X") are accepted under the guards of ``chatbot.logical.patient_cues``.
+Also Italian: fatta eccezione per, eccezion fatta per, invece che. "please"/"per favore" end an exclusion.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ _REQUEST = re.compile(
     r"cures?|relief|solutions?|methods?|ways?|approaches|tips|ideas|things|something|anything|else|foods?|"
     r"snacks?|drinks?|meals?|supplements?|painkillers?|exercises?|activities|helps?|"
     r"how\s+(?:can\s+i\s+|do\s+i\s+|to\s+|should\s+i\s+)(?:treat|manage|relieve|cure|ease|control|lower|"
-    r"reduce|soothe|get\s+rid\s+of|deal\s+with|handle|fight|stop|prevent|heal)|"
+    r"reduce|bring\s+down|soothe|get\s+rid\s+of|deal\s+with|handle|fight|stop|prevent|heal)|"
     r"rimedi[oi]?|cure|cura|terapi[ae]|trattament[oi]|farmac[oi]|medicin[ae]|medicinali|alternative?|"
     r"soluzion[ei]|metod[oi]|mod[oi]|opzion[ei]|consigli|qualcosa|qualcos'altro|altro|altri|altre|cibi|"
     r"alimenti|spuntini|bevande|integratori|esercizi|aiuta(?:no)?|"
@@ -61,7 +61,7 @@ _NOT_A_NOUN = re.compile(
     r"one|two|three|\d+|troppo|molto|così|cosi|tanto|più|piu|ancora|sempre|sicur[oaie]|grav[ei]|normal[ei]|"
     r"possibile|necessari[oaie]|buon[oaie]|cattiv[oaie]|sano|sana|sani|sane|pericolos[oaie]|costos[oaie]|"
     r"naturali?|efficac[ei]|piccant[ei]|dolc[ei]|"
-    r"invasiv[oaie]|\w{2,}(?:ing|ous|ful|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
+    r"invasiv[oaie]|\w{2,}(?:ing|ous|ful|less|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
     r"\w{3,}(?:ed|ly|are|ere|ire))\b",
     re.IGNORECASE,
 )
