@@ -240,6 +240,7 @@ PATIENT_PHRASINGS = [
     ("Dolori articolari: cause esclusa l'artrite", '"Dolori articolari: cause" AND NOT "l\'artrite"'),
     ("Integratori per la stanchezza salvo il magnesio", '"Integratori per la stanchezza" AND NOT "il magnesio"'),
     ("Snacks for a long hike excluding nuts", '"Snacks for a long hike" AND NOT "nuts"'),
+    ("What else helps a migraine? Not aspirin please", '"What else helps a migraine" AND NOT "aspirin"'),
 ]
 
 # Same words, no exclusion of a topic from what is asked: these keep the configured pipeline.
@@ -266,6 +267,11 @@ PATIENT_NOT_EXCLUSIONS = [
     "Non mangio nient'altro che riso in bianco",
     "L'altro che mi hanno dato non funziona",
     "Altro che riposare, devo lavorare: cosa prendo per il mal di schiena?",
+    "Activities in pregnancy that are not risky",
+    "Medicines that are not a risk for the baby",
+    "Farmaci che non siano un rischio per il bambino",
+    "Not sure, please help",
+    "Not now please",
 ]
 
 

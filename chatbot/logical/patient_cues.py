@@ -13,9 +13,10 @@ These phrasings exclude a topic only in some sentences, so each one is accepted 
   when a request word comes before the cue in the sentence and X is a noun phrase, not an adjective, a
   participle or an adverb ("treatments that are not surgery", "rimedi che non siano farmaci" are routed;
   "a cough that is not going away", "foods that are not safe", "cibi che non sono sicuri" are not).
-- "no X please" / "please, no X" / "niente X per favore": X at the start of a clause, excluded because of
-  the plea; without a plea "no X" / "niente X" is an exclusion only after a request word and when X is a
-  treatment ("Remedies for a cold, no antibiotics"), so "Cough, no fever: what is it?" stays unrouted.
+- "no X please" / "please, no X" / "not X please" / "niente X per favore": X at the start of a clause,
+  excluded because of the plea; without a plea "no X" / "niente X" (never "not X") is an exclusion only
+  after a request word and when X is a treatment ("Remedies for a cold, no antibiotics"), so "Cough, no
+  fever: what is it?" stays unrouted.
 - "anything but X", "everything but X", "all but X": X must not be an adjective or a number ("all but
   impossible", "all but one" stay unrouted); "nothing but" means "only" and is never a cue.
 - "altro che X": not after "niente"/"nient'"/"non" (they make it "only"), not as a relative ("l'altro che
@@ -60,7 +61,10 @@ _NOT_A_NOUN = re.compile(
     r"cheap|available|possible|impossible|certain|sure|effective|spicy|sweet|hot|cold|fine|ok|okay|"
     r"one|two|three|\d+|troppo|molto|così|cosi|tanto|più|piu|ancora|sempre|sicur[oaie]|grav[ei]|normal[ei]|"
     r"possibile|necessari[oaie]|buon[oaie]|cattiv[oaie]|sano|sana|sani|sane|pericolos[oaie]|costos[oaie]|"
-    r"naturali?|efficac[ei]|piccant[ei]|dolc[ei]|"
+    r"naturali?|efficac[ei]|piccant[ei]|dolc[ei]|risky|fatty|salty|sugary|oily|greasy|heavy|easy|tasty|itchy|"
+    r"runny|dry|ready|necessary|urgent|important|common|rare|new|old|right|wrong|true|real|high|low|now|today|"
+    r"again|here|there|problems?|concerns?|issues?|worry|risks?|danger|deal|idea|option|choice|problem[ai]|"
+    r"rischi[oi]?|pericol[oi]|alt[oaie]|bass[oaie]|fort[ei]|legger[oaie]|"
     r"invasiv[oaie]|\w{2,}(?:ing|ous|ful|less|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
     r"\w{3,}(?:ed|ly|are|ere|ire))\b",
     re.IGNORECASE,
@@ -74,7 +78,9 @@ _RELATIVE_NOT = re.compile(
     r"\s+|\bche\s+non\s+(?:sia|siano|sono|è|e'|preveda|prevedano|includa|includano)\s+",
     re.IGNORECASE,
 )
-_NO = re.compile(_CLAUSE_START + r"\s*(?:please,?\s+|per\s+favore,?\s+)?(?P<cue>no|niente)\s+(?!di\b|da\b|più\b)", re.I)
+_NO = re.compile(
+    _CLAUSE_START + r"\s*(?:please,?\s+|per\s+favore,?\s+)?(?P<cue>no|niente|not)\s+(?!di\b|da\b|più\b)", re.I
+)
 _BUT = re.compile(r"\b(?:anything|everything|all)\s+but\s+", re.IGNORECASE)
 _ALTRO_CHE = re.compile(r"(?<!\w)(?<!l')(?<!un')(?<!ll')(?<!st')\baltro\s+che\s+(?!non\b)", re.IGNORECASE)
 _PHRASE_END = re.compile(r"[,;:?!.()]|\s+(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b", re.IGNORECASE)
@@ -93,9 +99,16 @@ def _phrase(text: str, start: int) -> str:
     return text[start : m.start() if m else len(text)].strip()
 
 
+_DETERMINER = re.compile(r"(?:the|a|an|il|lo|la|i|gli|le|l'|un|una|uno|un')", re.IGNORECASE)
+
+
 def _noun_phrase(text: str, start: int) -> bool:
-    first = re.match(r"[\w']+", text[start:])
-    return first is not None and _NOT_A_NOUN.fullmatch(first.group(0)) is None
+    """True when the words from ``start`` open a noun phrase: neither the first word nor, after an article,
+    the second is an adjective, participle, adverb, number or judgement ("a problem", "un rischio")."""
+    words = re.findall(r"\w+'|[\w]+", text[start : start + 80])[:2]
+    if not words or _NOT_A_NOUN.fullmatch(words[0]):
+        return False
+    return not (_DETERMINER.fullmatch(words[0]) and len(words) > 1 and _NOT_A_NOUN.fullmatch(words[1]))
 
 
 def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
@@ -118,7 +131,7 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
             or re.match(r"\s*,?\s*" + _PLEA_AFTER, after, re.I)
         )
         treatment = _REQUEST.search(_sentence(text, m.start())) and _TREATMENT.match(text, m.end())
-        if plea or treatment:
+        if plea or (treatment and m.group("cue").lower() != "not"):  # "not X" only with a plea
             out.append((m.start(), m.end(), m.group("cue").lower()))
     for m in _BUT.finditer(text, pos):
         if _noun_phrase(text, m.end()):
