@@ -103,6 +103,17 @@ def test_the_shipped_gate_file_loads_for_e5_onnx():
     model = load_gate(str(settings.safety.relevance_gate_model), "e5-onnx")
     assert len(model.coef) == len(FEATURES)
     assert 0.0 < model.threshold < 1.0
+    # the shipped gate is session 7's fit: the five features added in session 8 carry no weight
+    weights = dict(zip(FEATURES, model.coef, strict=True))
+    assert [weights[f] for f in FEATURES[10:]] == [0.0] * 5
+    assert weights["dense_best"] > 0 and weights["cross_encoder"] > 0 and weights["lexical"] > 0
+
+
+def test_the_session_8_refit_loads_from_its_own_file():
+    settings = Settings()
+    model = load_gate(str(settings.safety.relevance_gate_model.with_name("gate-s8.json")), "e5-onnx")
+    assert len(model.coef) == len(FEATURES)
+    assert 0.0 < model.threshold < 1.0
     # the classifier weighs the cross-encoder, the cosine and the word overlap up, words the corpus never uses down
     # (in both languages: the Italian weight adds to the shared one)
     weights = dict(zip(FEATURES, model.coef, strict=True))

@@ -67,7 +67,8 @@ def ask(services, question: str) -> dict:
             marks=pytest.mark.xfail(
                 strict=True,
                 reason="known miss: the signs-of-labour card is the first link, but cosine 0.862, cross-encoder "
-                "0.29 and the long patient tail give P 0.20 < 0.46; evaluation/results/relevance-gate-s8.md",
+                "0.29 and the long patient tail give a probability below the gate's threshold; "
+                "evaluation/results/relevance-gate-s8.md",
             ),
         ),
     ],
@@ -85,9 +86,15 @@ def test_plain_questions_are_answered_with_three_links(services, question, card)
 @pytest.mark.parametrize(
     "question",
     [
-        # answered from the pre-eclampsia card until session 8 (P 0.41 >= 0.34): "glaucoma" is in no card
-        # (unknown_words), evaluation/results/relevance-gate-s8.md
-        "Quali sono i sintomi del glaucoma?",
+        pytest.param(
+            "Quali sono i sintomi del glaucoma?",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known miss of the shipped (session-7) gate: cosine 0.867, P 0.41 >= 0.34; the session-8 "
+                "refit (gate-s8.json) refuses it but refused more in-scope questions on fresh sets: "
+                "evaluation/results/relevance-gate-heldout-s8.md",
+            ),
+        ),
         "How do I reset my wifi router?",
         "Come si prepara il tiramisù?",
     ],
