@@ -36,6 +36,7 @@ import numpy as np
 from chatbot.resources import demo_cards
 from evaluation.evaluator import Benchmark
 from evaluation.harness import apply_overrides, command_line
+from evaluation.jsonl_sets import read_records
 from evaluation.report import Report, output_target
 
 DEFAULT_CARDS = demo_cards()
@@ -58,20 +59,9 @@ class ReplyItem:
 
 def load_reply_set(path: Path) -> list[ReplyItem]:
     """The questions of a reply-set JSONL file; a malformed line is an error naming the file and line."""
-    if not path.is_file():
-        raise FileNotFoundError(f"reply set {path} not found")
     items: list[ReplyItem] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-        missing = [f for f in _FIELDS if f not in rec]
-        if missing:
-            raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+    for lineno, rec in read_records(path, _FIELDS, "reply set"):
         phrases = rec["key_phrases"]
         if not isinstance(phrases, list) or not phrases or not all(isinstance(p, str) and p.strip() for p in phrases):
             raise ValueError(f"{path}:{lineno}: key_phrases must be a non-empty list of phrases")

@@ -15,7 +15,6 @@ are excluded cards; one row per question (ids, links, route). Markdown and JSON 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from chatbot.resources import demo_cards
 from evaluation.evaluator import Benchmark
 from evaluation.harness import apply_overrides
+from evaluation.jsonl_sets import read_records
 from evaluation.report import Report, add_output_args, command_line, output_target, table
 
 PROG = "python -m evaluation.exclusion_cards"
@@ -47,19 +47,8 @@ class ExclusionItem:
 
 def load_exclusion_set(path: Path) -> list[ExclusionItem]:
     """The questions of an exclusion-set JSONL file; a malformed line is an error naming the file and line."""
-    if not path.is_file():
-        raise FileNotFoundError(f"exclusion set {path} not found")
     items: list[ExclusionItem] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-        missing = [f for f in _FIELDS if f not in rec]
-        if missing:
-            raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+    for lineno, rec in read_records(path, _FIELDS, "exclusion set"):
         if not rec["excluded_card_ids"] or not rec["good_card_ids"]:
             raise ValueError(f"{path}:{lineno}: excluded_card_ids and good_card_ids must name at least one card")
         items.append(
