@@ -140,9 +140,9 @@ class Services:
         return self.fusion_reranker
 
     def reranker_for(self, question: str) -> tuple[Any, str | None]:
-        """(reranker, note) for one question: the cross-encoder reads only the languages in
-        rerank.cross_encoder_languages (ours: English); a question in another language gets the fusion
-        reranker, and the note says why (the answer trace shows it)."""
+        """(reranker, note) for one question: its language's rerank.language_models entry ("none": no
+        reranker, the first stage's order), else the cross-encoder for rerank.cross_encoder_languages (ours:
+        English), else the fusion reranker; the note says why (the answer trace shows it)."""
         reranker = self.reranker
         if not isinstance(reranker, CrossEncoderReranker):
             return reranker, getattr(reranker, "note", None)
@@ -151,6 +151,8 @@ class Services:
         allowed = self.settings.rerank.cross_encoder_languages
         language = detect_language(question, min_confidence=self.settings.safety.language_min_confidence).language
         language = "en" if language == "unknown" else language  # too few clues: read as English
+        if self.settings.rerank.language_models.get(language) == "none":
+            return None, f"question language {language}: first-stage order kept (rerank.language_models)"
         own = self.language_cross_encoder(language)
         if own is not None:
             return own, own.note
@@ -167,7 +169,7 @@ class Services:
         Its ``rrf_k`` (rerank.language_rrf_k) replaces rerank.rrf_k in the rerank stage."""
         r = self.settings.rerank
         where = r.language_models.get(language)
-        if not where:
+        if not where or where == "none":
             return None
         loaded = self.__dict__.setdefault("_language_cross_encoders", {})
         if where not in loaded:

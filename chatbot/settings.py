@@ -227,8 +227,8 @@ class RerankSettings(_Group):
     language_models: dict[str, str] = Field(
         default_factory=dict,
         description="Rerank stage only: a cross-encoder per question language instead of the one above, e.g. "
-        '{"it": "reranker-e5"} (a folder under models/ or a path). The relevance gate keeps the one above '
-        "(evaluation/results/reranker-e5.md).",
+        '{"it": "reranker-e5"} (a folder under models/ or a path), or "none": that language keeps the first '
+        "stage's order. The relevance gate keeps the one above (evaluation/results/reranker-e5.md).",
     )
     language_max_length: int = Field(
         default=128, ge=32, le=512, description="language_models only: word pieces read per pair."

@@ -200,3 +200,20 @@ def test_cross_encoder_support_without_evidence_scores_nothing_as_supported():
     assert CrossEncoderSupport(ce)(["A claim."], []).tolist() == [-1e9]
     assert CrossEncoderSupport(ce)([], ["Some text."]).shape == (0,)
     assert ce.calls == []
+
+
+def test_a_language_set_to_none_keeps_the_first_stage_order_and_says_so(tmp_path):
+    services, ce, fusion = _services(tmp_path, language_models={"it": "none"}, candidates=2)
+    hits = [Hit(h.segment, s, {"dense": s}) for h, s in zip(_hits(), (0.7, 0.9, 0.8), strict=True)]
+
+    assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (
+        None,
+        "question language it: first-stage order kept (rerank.language_models)",
+    )
+    assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
+    assert services.language_cross_encoder("it") is None  # "none" names no model folder
+    ranked = rerank_stage("Quali sono i sintomi dell'asma?", hits, services, {})
+
+    assert [h.segment.doc_id for h in ranked] == ["b", "c", "a"]  # the dense scores' order, every candidate
+    assert [h.detail for h in ranked] == [{"dense": 0.9}, {"dense": 0.8}, {"dense": 0.7}]
+    assert ce.calls == [] and fusion.questions == []
