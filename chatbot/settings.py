@@ -222,13 +222,13 @@ class RerankSettings(_Group):
         default_factory=lambda: ["en"],
         description="Question languages the cross-encoder reranks; others get the fusion reranker. Ours reads "
         "English: on Italian questions it ranked below e5 and put English cards first "
-        "(models/reranker/README.md). Add 'it' for a multilingual model.",
+        "(models/reranker/README.md). Add 'it' (and drop it from language_models) for a multilingual model.",
     )
     language_models: dict[str, str] = Field(
-        default_factory=dict,
-        description="Rerank stage only: a cross-encoder per question language instead of the one above, e.g. "
-        '{"it": "reranker-e5"} (a folder under models/ or a path), or "none": that language keeps the first '
-        "stage's order. The relevance gate keeps the one above (evaluation/results/reranker-e5.md).",
+        default_factory=lambda: {"it": "none"},
+        description="Rerank stage only: a cross-encoder per question language (a folder under models/ or a "
+        'path), or "none": the first stage\'s order. Italian: none, over fusion and our English cross-encoder '
+        "(evaluation/results/rerank-italian-s8.md). The relevance gate keeps the one above.",
     )
     language_max_length: int = Field(
         default=128, ge=32, le=512, description="language_models only: word pieces read per pair."

@@ -1,5 +1,5 @@
-"""Which reranker a question gets (cross-encoder for English, fusion otherwise), how many candidates the
-cross-encoder rescores, and the cross-encoder as a support scorer: fake models, exact expectations."""
+"""Which reranker a question gets (cross-encoder for English, none for Italian, fusion otherwise), how many
+candidates the cross-encoder rescores, and the cross-encoder as a support scorer: fake models, exact expectations."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def test_english_questions_get_the_cross_encoder(tmp_path):
     assert services.reranker_for("asthma inhaler") == (ce, None)
 
 
-def test_italian_questions_get_the_fusion_reranker_and_a_note(tmp_path):
-    services, _, fusion = _services(tmp_path)
+def test_without_a_language_entry_italian_questions_get_the_fusion_reranker_and_a_note(tmp_path):
+    services, _, fusion = _services(tmp_path, language_models={})
 
     reranker, note = services.reranker_for("Quali sono i sintomi dell'asma nei bambini?")
 
@@ -86,7 +86,7 @@ def test_italian_questions_get_the_fusion_reranker_and_a_note(tmp_path):
 
 
 def test_a_multilingual_drop_in_model_can_take_italian_questions(tmp_path):
-    services, ce, _ = _services(tmp_path, cross_encoder_languages=["en", "it"])
+    services, ce, _ = _services(tmp_path, cross_encoder_languages=["en", "it"], language_models={})
 
     assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (ce, None)
 
@@ -119,7 +119,7 @@ def test_rerank_stage_fuses_the_first_stage_and_cross_encoder_ranks_by_default(t
 
 
 def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candidates(tmp_path):
-    services, ce, fusion = _services(tmp_path, candidates=2)
+    services, ce, fusion = _services(tmp_path, candidates=2, language_models={})
 
     ranked = rerank_stage("Quali sono i sintomi dell'asma?", _hits(), services, {})
 
@@ -164,7 +164,7 @@ def test_a_language_model_is_loaded_from_models_by_name(tmp_path, monkeypatch):
 
 
 def test_the_patients_question_chooses_the_reranker_when_the_query_adds_an_english_hydoc(tmp_path):
-    services, ce, fusion = _services(tmp_path)
+    services, ce, fusion = _services(tmp_path, language_models={})
     question = "Quali sono i sintomi dell'asma nei bambini?"
     query = f"{question}\nAsthma in children causes wheezing, coughing at night and shortness of breath."
 
@@ -202,8 +202,9 @@ def test_cross_encoder_support_without_evidence_scores_nothing_as_supported():
     assert ce.calls == []
 
 
-def test_a_language_set_to_none_keeps_the_first_stage_order_and_says_so(tmp_path):
-    services, ce, fusion = _services(tmp_path, language_models={"it": "none"}, candidates=2)
+def test_by_default_italian_questions_keep_the_first_stage_order_and_the_trace_says_so(tmp_path):
+    services, ce, fusion = _services(tmp_path, candidates=2)
+    assert services.settings.rerank.language_models == {"it": "none"}  # evaluation/results/rerank-italian-s8.md
     hits = [Hit(h.segment, s, {"dense": s}) for h, s in zip(_hits(), (0.7, 0.9, 0.8), strict=True)]
 
     assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (
