@@ -143,6 +143,17 @@ def test_the_review_page_shows_the_route_and_the_decomposition(tmp_path, fake_em
         ("Quali cibi contengono ferro tranne la carne rossa?", "La CARNE rossa è ricca di ferro.", True),
         ("Quali cibi contengono ferro tranne la carne rossa?", "I legumi contengono ferro.", False),
         ("What helps with nausea?", "Ginger may help.", False),  # no exclusion: nothing is excluded
+        # an excluded class covers its members: a painkiller sentence is about medication
+        (
+            "How can I relieve back pain in pregnancy without medication?",
+            "Paracetamol is generally suitable for pain relief in pregnancy.",
+            True,
+        ),
+        ("How can I relieve back pain in pregnancy without medication?", "Bend your knees when lifting.", False),
+        ("Rimedi per il mal di schiena che non siano farmaci?", "La tachipirina si può prendere.", True),
+        ("Rimedi per il mal di schiena che non siano farmaci?", "Dormi su un fianco con un cuscino.", False),
+        # a class only for medicine words: ginger excluded does not exclude paracetamol
+        ("What helps with nausea other than ginger?", "Paracetamol is fine.", False),
     ],
 )
 def test_a_route_knows_which_texts_name_the_excluded_thing(question, text, mentions):

@@ -33,7 +33,8 @@ class Route:
 
     def mentions_excluded(self, text: str) -> bool:
         """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
-        dropped: "la carne rossa" matches "carne rossa")."""
+        dropped: "la carne rossa" matches "carne rossa"), or a member of an excluded class ("without
+        medication": a sentence recommending paracetamol names a medicine, ``CLASS_MEMBERS``)."""
         folded = fold(text)
         for phrase in self.excluded:
             words = fold(phrase).split()
@@ -41,10 +42,29 @@ class Route:
                 words = words[1:]
             if words and re.search(r"\b" + r"\s+".join(map(re.escape, words)) + r"\b", folded):
                 return True
+            members = CLASS_MEMBERS.get(words[-1]) if words else None
+            if members and re.search(r"\b(?:" + "|".join(members) + r")\b", folded):
+                return True
         return False
 
 
 _ARTICLES = frozenset("the a an il lo la i gli le l un una uno".split())
+
+# Excluded classes whose members a certified sentence names instead of the class (folded words, regex pieces):
+# "back pain without medication" must not be answered with "Paracetamol is generally suitable...".
+_MEDICINES = (
+    r"medications?|medicines?|meds|drugs?|pills?|tablets?|painkillers?|pain\s+relief|analgesics?|paracetamol|"
+    r"acetaminophen|ibuprofen|aspirin|codeine|antibiotics?|antidepressants?|tachipirina|paracetamolo|ibuprofene|"
+    r"aspirina|codeina|farmac[oi]|medicin[ae]|medicinali?|antidolorific[oi]|analgesic[oi]|antibiotic[oi]|"
+    r"pillol[ae]|compress[ae]|antidepressiv[oi]"
+)
+CLASS_MEMBERS: dict[str, tuple[str, ...]] = {
+    head: (_MEDICINES,)
+    for head in (
+        "medication medications medicine medicines meds drugs drug pills tablets painkillers painkiller "
+        "farmaci farmaco medicine medicinali antidolorifici"
+    ).split()
+}
 
 
 def route(question: str, requested: str | None, settings: Any) -> Route:
