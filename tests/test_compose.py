@@ -14,20 +14,7 @@ from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE, compose_extractive, s
 from chatbot.stages.generative import NO_ANSWER, build_messages
 from chatbot.stages.support import BiEncoderSupport
 from corpus.model import Segment
-
-
-def seg(doc_id: str, text: str, title: str, language: str = "en", heading: str = "") -> Segment:
-    return Segment(
-        id=f"{doc_id}#1",
-        doc_id=doc_id,
-        text=text,
-        title=title,
-        source_url=f"https://example.org/{doc_id}",
-        position=0,
-        heading=heading,
-        language=language,
-    )
-
+from tests.segments import seg
 
 ASTHMA = seg(
     "asthma",

@@ -22,19 +22,7 @@ from chatbot.stages.relevance_gate import (
     unknown_words,
     unmatched_rare,
 )
-from corpus.model import Segment
-
-
-def seg(doc_id: str, text: str, title: str = "", language: str = "en") -> Segment:
-    return Segment(
-        id=f"{doc_id}#1",
-        doc_id=doc_id,
-        text=text,
-        title=title,
-        source_url=f"https://example.org/{doc_id}",
-        position=0,
-        language=language,
-    )
+from tests.segments import seg
 
 
 def vector(**values: float) -> dict[str, float]:
