@@ -35,7 +35,7 @@ import numpy as np
 
 from chatbot.resources import demo_cards
 from evaluation.evaluator import Benchmark
-from evaluation.harness import apply_overrides, command_line
+from evaluation.harness import apply_overrides, command_line, services_over_cards
 from evaluation.jsonl_sets import read_records
 from evaluation.report import Report, output_target
 
@@ -376,8 +376,6 @@ def main_replies(args: argparse.Namespace) -> int:
     [--limit N]`; ``--versus GROUP.FIELD=VALUE`` (repeatable) runs the set again with those overrides on top
     (e.g. compose.mode=generative) and reports both side by side."""
     from chatbot.answer import answer
-    from chatbot.ingest import ingest_paths
-    from chatbot.pipeline import Services
     from chatbot.settings import load_settings
 
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -387,11 +385,7 @@ def main_replies(args: argparse.Namespace) -> int:
         items = load_reply_set(args.data)[: args.limit] if args.limit else load_reply_set(args.data)
         settings = apply_overrides(load_settings(), overrides)
         apply_overrides(settings.model_copy(deep=True), versus)  # a bad --versus fails now, not after run A
-        cards = args.cards or DEFAULT_CARDS
-        if not cards.exists():
-            raise FileNotFoundError(f"cards folder {cards} not found")
-        services = Services(settings)
-        ingest_paths([cards], services, quiet=True)
+        services = services_over_cards(settings, args.cards)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

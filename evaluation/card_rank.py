@@ -13,14 +13,12 @@ from typing import Any
 
 def card_ranks(paths: list[Path], language: str, overrides: list[str], pipeline: str) -> dict[str, Any]:
     """{question id: rank of its card (1-based, 0 = absent)} plus the top-1 and top-3 shares."""
-    from chatbot.ingest import ingest_paths
-    from chatbot.pipeline import Services, run_pipeline
+    from chatbot.pipeline import run_pipeline
     from chatbot.settings import load_settings
-    from evaluation.bench_replies import DEFAULT_CARDS, load_reply_set
-    from evaluation.harness import apply_overrides
+    from evaluation.bench_replies import load_reply_set
+    from evaluation.harness import apply_overrides, services_over_cards
 
-    services = Services(apply_overrides(load_settings(), overrides))
-    ingest_paths([DEFAULT_CARDS], services, quiet=True)
+    services = services_over_cards(apply_overrides(load_settings(), overrides))
     ranks: dict[str, int] = {}
     for path in paths:
         for item in load_reply_set(path):

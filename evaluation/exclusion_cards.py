@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chatbot.resources import demo_cards
 from evaluation.evaluator import Benchmark
-from evaluation.harness import apply_overrides
+from evaluation.harness import apply_overrides, services_over_cards
 from evaluation.jsonl_sets import read_records
 from evaluation.report import Report, add_output_args, command_line, output_target, table
 
@@ -159,8 +158,6 @@ def render(result: dict[str, Any], name: str, command: str) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     from chatbot.answer import answer
-    from chatbot.ingest import ingest_paths
-    from chatbot.pipeline import Services
     from chatbot.settings import load_settings
 
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
@@ -172,11 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         items = load_exclusion_set(args.data)
         settings = apply_overrides(load_settings(), list(args.set))
-        cards = args.cards or demo_cards()
-        if not cards.exists():
-            raise FileNotFoundError(f"cards folder {cards} not found")
-        services = Services(settings)
-        ingest_paths([cards], services, quiet=True)
+        services = services_over_cards(settings, args.cards)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -176,6 +176,21 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0
 
 
+def services_over_cards(settings, cards: Path | None = None):
+    """Pipeline services whose index holds a cards folder (default: the bundled demo cards), indexed
+    incrementally; FileNotFoundError naming a missing folder."""
+    from chatbot.ingest import ingest_paths
+    from chatbot.pipeline import Services
+    from chatbot.resources import demo_cards
+
+    cards = cards or demo_cards()
+    if not cards.exists():
+        raise FileNotFoundError(f"cards folder {cards} not found")
+    services = Services(settings)
+    ingest_paths([cards], services, quiet=True)
+    return services
+
+
 def ensure_index(services, data: Path, log=print) -> dict[str, Any]:
     """Sync the index with data/corpus.jsonl. Incremental: on an index that is already complete nothing is
     embedded, and an index left half-built by an interrupted run is completed rather than trusted."""
