@@ -43,15 +43,19 @@ _REQUEST = re.compile(
     r"eliminare|guarire|prevenire|far\s+passare|controllare|sfiammare))\b",
     re.IGNORECASE,
 )
+# Medicine words (EN/IT) shared with the reply's exclusion filter (chatbot.stages.route.CLASS_MEMBERS)
+MEDICINE_WORDS = (
+    r"medications?|medicines?|meds|drugs?|pills?|tablets?|antibiotics?|painkillers?|ibuprofen|paracetamol|"
+    r"acetaminophen|aspirin|antidepressants?|farmac[oi]|medicin[ae]|medicinali|antibiotic[oi]|antidolorific[oi]|"
+    r"pillol[ae]|compress[ae]|ibuprofene|paracetamolo|aspirina"
+)
 _TREATMENT = re.compile(
     r"(?:(?:the|a|an|any|il|lo|la|i|gli|le|l'|un|una|uno|un'|dei|degli|delle|del|della)\s+)?"
-    r"(?:medications?|medicines?|meds|drugs?|pills?|tablets?|antibiotics?|painkillers?|pain\s+killers?|opioids?|"
+    rf"(?:{MEDICINE_WORDS}|pain\s+killers?|opioids?|"
     r"steroids?|surgery|an?\s+operation|operations?|injections?|shots?|hormones?|hrt|statins?|insulin|"
-    r"ibuprofen|paracetamol|acetaminophen|aspirin|antidepressants?|sleeping\s+pills?|chemo(?:therapy)?|"
-    r"epidural|inhalers?|creams?|"
-    r"farmac[oi]|medicin[ae]|medicinali|antibiotic[oi]|antidolorific[oi]|pillol[ae]|compress[ae]|oppioidi|"
+    r"sleeping\s+pills?|chemo(?:therapy)?|epidural|inhalers?|creams?|oppioidi|"
     r"cortison(?:e|ici)|chirurgia|intervent[oi](?:\s+chirurgic[oi])?|operazion[ei]|iniezion[ei]|punture|"
-    r"ormoni|statine|insulina|ibuprofene|paracetamolo|aspirina|antidepressivi|sonniferi|chemioterapia|"
+    r"ormoni|statine|insulina|antidepressivi|sonniferi|chemioterapia|"
     r"epidurale|inalatori|creme)\b",
     re.IGNORECASE,
 )

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chatbot.logical.detect import analyse
+from chatbot.logical.patient_cues import MEDICINE_WORDS
 from chatbot.logical.query import to_string
 from chatbot.stages.text_match import fold
 
@@ -52,11 +53,8 @@ _ARTICLES = frozenset("the a an il lo la i gli le l un una uno".split())
 
 # Excluded classes whose members a certified sentence names instead of the class (folded words, regex pieces):
 # "back pain without medication" must not be answered with "Paracetamol is generally suitable...".
-_MEDICINES = (
-    r"medications?|medicines?|meds|drugs?|pills?|tablets?|painkillers?|pain\s+relief|analgesics?|paracetamol|"
-    r"acetaminophen|ibuprofen|aspirin|codeine|antibiotics?|antidepressants?|tachipirina|paracetamolo|ibuprofene|"
-    r"aspirina|codeina|farmac[oi]|medicin[ae]|medicinali?|antidolorific[oi]|analgesic[oi]|antibiotic[oi]|"
-    r"pillol[ae]|compress[ae]|antidepressiv[oi]"
+_MEDICINES = MEDICINE_WORDS + (
+    r"|pain\s+relief|analgesics?|codeine|tachipirina|codeina|medicinal|analgesic[oi]|antidepressiv[oi]"
 )
 CLASS_MEMBERS: dict[str, tuple[str, ...]] = {
     head: (_MEDICINES,)
