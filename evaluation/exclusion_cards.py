@@ -3,7 +3,8 @@
     python -m evaluation.exclusion_cards --data FILE [--name NAME] [--set GROUP.FIELD=VALUE ...] [--cards DIR]
 
 A set is JSONL, one question a line: ``{"id", "language", "question", "excluded_card_ids", "good_card_ids",
-"n_exclusions"}``: the cards about what the patient excluded, and the cards that answer without being about it.
+"n_exclusions"}``: the cards about what the patient excluded (none when no card is about it), and the cards
+that answer without being about it (at least one).
 Each question goes through ``chatbot.answer.answer`` with the settings in force (the router included), over
 the cards folder (indexed incrementally first). Reported overall, per language and per number of exclusions:
 the share routed to the decomposition, answered with 3 links, whose first link is not an excluded card,
@@ -48,8 +49,9 @@ def load_exclusion_set(path: Path) -> list[ExclusionItem]:
     """The questions of an exclusion-set JSONL file; a malformed line is an error naming the file and line."""
     items: list[ExclusionItem] = []
     for lineno, rec in read_records(path, _FIELDS, "exclusion set"):
-        if not rec["excluded_card_ids"] or not rec["good_card_ids"]:
-            raise ValueError(f"{path}:{lineno}: excluded_card_ids and good_card_ids must name at least one card")
+        # excluded_card_ids may be empty (no card is about the excluded thing); a question needs a good card
+        if not rec["good_card_ids"]:
+            raise ValueError(f"{path}:{lineno}: good_card_ids must name at least one card")
         items.append(
             ExclusionItem(
                 rec["id"],

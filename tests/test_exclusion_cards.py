@@ -51,3 +51,15 @@ def test_malformed_sets_are_refused_with_the_line(tmp_path):
         load_exclusion_set(path)
     with pytest.raises(FileNotFoundError, match="not found"):
         load_exclusion_set(tmp_path / "none.jsonl")
+
+
+def test_an_exclusion_no_card_is_about_is_read_but_a_question_needs_a_good_card(tmp_path):
+    path = tmp_path / "set.jsonl"
+    row = {"id": "x", "language": "en", "question": "q", "excluded_card_ids": [], "good_card_ids": ["iron"]}
+    path.write_text(json.dumps({**row, "n_exclusions": 1}) + "\n")
+    (item,) = load_exclusion_set(path)
+    assert item.excluded == frozenset() and item.good == frozenset({"iron"})
+    assert score_item(item, answer("iron", "x", "y"))["first_not_excluded"] == 1
+    path.write_text(json.dumps({**row, "good_card_ids": [], "n_exclusions": 1}) + "\n")
+    with pytest.raises(ValueError, match=r"set.jsonl:1: good_card_ids must name at least one card"):
+        load_exclusion_set(path)
