@@ -294,3 +294,43 @@ def test_patient_cues_report_their_cue_and_language():
     assert relative is not None and relative.cues == ("che non siano",) and relative.language == "it"
     but = analyse("Breakfast ideas for diabetes, anything but oats")
     assert but is not None and but.cues == ("anything but",) and but.language == "en"
+
+
+# What the reranker and the relevance gate judge is the positive part: it must keep the question's subject, and
+# what describes the excluded thing goes with it (issue 19, session 9; our own words).
+SUBJECT_KEPT = [
+    # a question word right after the excluded words ends the exclusion (no comma): the question is kept
+    ("a parte lo zenzero cos'altro aiuta con la nausea?", '"cos\'altro aiuta con la nausea" AND NOT "lo zenzero"'),
+    ("besides ginger what else helps with nausea?", '"what else helps with nausea" AND NOT "ginger"'),
+    (
+        "in casa non fuma nessuno, quindi a parte il fumo cosa posso fare contro la morte in culla?",
+        '"in casa non fuma nessuno, quindi cosa posso fare contro la morte in culla" AND NOT "il fumo"',
+    ),
+    # ... but not when it opens the excluded phrase itself
+    (
+        "Remedies for a cold other than what the doctor prescribed?",
+        '"Remedies for a cold" AND NOT "what the doctor prescribed"',
+    ),
+    # a relative clause after a leading exclusion describes the excluded thing, not the question
+    (
+        "Other than swimming, which I already do, what exercise is safe in pregnancy?",
+        '"what exercise is safe in pregnancy" AND NOT "swimming"',
+    ),
+    (
+        "Tranne il caffè, che già non bevo, quali bevande devo evitare?",
+        '"quali bevande devo evitare" AND NOT "il caffè"',
+    ),
+    # so does a parenthesis inside it
+    (
+        "A parte la febbre (già misurata), cos'altro devo controllare nel neonato?",
+        '"cos\'altro devo controllare nel neonato" AND NOT "la febbre"',
+    ),
+    ("Apart from iron (my levels are fine), what should I eat?", '"what should I eat" AND NOT "iron"'),
+]
+
+
+@pytest.mark.parametrize(("question", "query"), SUBJECT_KEPT)
+def test_the_positive_part_keeps_the_subject(question, query):
+    found = detect(question)
+    assert found is not None
+    assert to_string(found) == query

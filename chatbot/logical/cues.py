@@ -117,9 +117,13 @@ TERMINATOR = re.compile(
     r"|:\s*(?=(?:" + _CLAUSE_WORDS + r")\b)"
     r"|\s+(?=(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b)"
     r"|\s+(?:and|e)\s+(?=(?:how|what|why|which|who|where|when|in\s+what|to\s+what|does|do|did|is|are|was|were|"
-    r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)",
+    r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)"
+    # a question opening right after the excluded words, without a comma: "a parte il fumo cos'altro posso fare"
+    r"|(?P<qw>\s+)(?=(?:what|how|why|is\s+there|are\s+there|cos'altro|che\s+cosa|cosa|perch[ée])\s+\w)",
     re.IGNORECASE,
 )
+# A relative clause right after a leading exclusion's comma describes the excluded thing ("which I already do")
+RELATIVE_AFTER_COMMA = re.compile(r"\s*(?:which|that|who|che|il\s+quale|la\s+quale|i\s+quali|le\s+quali)\s", re.I)
 ABBREVIATIONS = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|st|no|vol|fig|cf)|\b[A-Z])$", re.IGNORECASE)
 SENTINEL = "\u2063"  # invisible separator: stands for removed "(a)"/"(B)" markers, ends an exclusion
 LETTER_MARKER = re.compile(r"\s*\((?:[A-Da-d])\)")

@@ -42,6 +42,7 @@ from chatbot.logical.cues import (
     NOT_BUT_IT,
     OTHER_RE,
     PLAIN_WITHOUT_RE,
+    RELATIVE_AFTER_COMMA,
     SENTINEL,
     STOPWORDS,
     TERMINATOR,
@@ -164,6 +165,9 @@ def _find_end(text: str, start: int) -> tuple[int, int, str]:
         if m.group(0) == "." and ABBREVIATIONS.search(text[: m.start()]):
             pos = m.end()
             continue
+        if m.group("qw") and not text[start : m.start()].strip():
+            pos = m.end()  # "other than what the doctor prescribed": the question word is the excluded phrase's
+            continue
         quote = m.group("q") if m.groupdict().get("q") else ""
         if quote and text[start : m.start()].count('"') % 2 == 1:
             return m.start(), m.start() + 1 + len(quote), quote  # `Live,"` closes the quoted title
@@ -236,10 +240,12 @@ def analyse(question: str) -> Detection | None:
         if _at_sentence_start(text, start) and "," in text[cue_end:]:
             # leading clause: "Besides bone health, what else …"
             comma = text.index(",", cue_end)
-            sentence_end = TERMINATOR.search(text, cue_end)
+            # a parenthesis before the comma belongs to the exclusion ("tranne l'anemia (gli esami sono ok), …")
+            sentence_end = TERMINATOR.search(_mask_parentheses(text), cue_end)
             if sentence_end is None or sentence_end.start() >= comma:
-                found.append(_Found(start, comma + 1, text[cue_end:comma], cue_text))
-                pos = comma + 1
+                end = _after_relative(text, comma)  # "Other than X, which I already do, what …"
+                found.append(_Found(start, end, re.sub(r"\s*\([^()]*\)", "", text[cue_end:comma]), cue_text))
+                pos = end
                 continue
         neg_end, cut_end, quote = _find_end(text, cue_end)
         found.append(_Found(start, cut_end, text[cue_end:neg_end] + quote, cue_text))
@@ -267,6 +273,25 @@ def analyse(question: str) -> Detection | None:
     query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
     language = cue_language(cues[0])
     return Detection(query, positive, tuple(negatives), tuple(cues), language)
+
+
+def _mask_parentheses(text: str) -> str:
+    """``text`` with every parenthesised group blanked out (same length, so positions hold)."""
+    return re.sub(r"\([^()]*\)", lambda m: " " * len(m.group(0)), text)
+
+
+def _after_relative(text: str, comma: int) -> int:
+    """Where a leading exclusion's cut ends: after its comma, or after the relative clause that follows it and
+    describes the excluded thing ("Other than X, which I already do, what …"; "tranne l'alcol, che già non bevo,
+    quali …"), when that clause closes with a comma before the sentence ends."""
+    m = RELATIVE_AFTER_COMMA.match(text, comma + 1)
+    if m is None:
+        return comma + 1
+    rest = text[m.end() :]
+    close = re.search(r"[,?!;]|\.(?=\s|$)", rest)
+    if close is None or close.group(0) != ",":
+        return comma + 1
+    return m.end() + close.end()
 
 
 def _clean_positive(text: str) -> str:
