@@ -51,9 +51,10 @@ NAUSEA = [
 ]
 KNOWN_MISS = pytest.mark.xfail(
     strict=True,
-    reason="known miss with the default logical.positive_source=terms: the cross-encoder ties the calcium card "
-    "with the right one and the document's second segment decides "
-    "(evaluation/results/logical-negation-sentences.md section 5)",
+    reason="known miss with the default logical.positive_source=terms: the cross-encoder scores the positive part "
+    "'Which foods are high in iron' (the exclusion cut, and with it the '?') higher on the calcium card than on the "
+    "iron card (0.82 vs 0.70; with the '?' 0.78 vs 0.94), and the document's second segment decides; keeping the "
+    "'?' lost on NegConstraint train (evaluation/results/logical-negation-s9.md section 1)",
 )
 
 
