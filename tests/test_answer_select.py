@@ -104,6 +104,23 @@ def compose(question: str, *segments: Segment, model=None):
         ("what day is the heel prick test done?", "when"),
         ("come faccio a misurare la febbre al neonato?", "what_to_do"),
         ("quanto ci mettono gli anticorpi a formarsi?", "how_long"),
+        # "when" / "quando" opening a later clause; "whens" written for "when's"
+        ("second baby, 20 weeks - when will the scan be?", "when"),
+        ("got a positive test! when do I book in?", "when"),
+        ("whens the best time to take iron", "when"),
+        ("mi hanno prescritto il ferro, da quando lo prendo?", "when"),
+        ("a che settimana si fa la curva da carico?", "when"),
+        # a "perché" inside a clause is "because": the question is whether it is normal
+        ("è normale che mi stanchi tanto perché lavoro molto?", "yes_no"),
+        ("vorrei capire perché ho sempre sonno", "why"),
+        # said outright, "what should I do" / "che faccio" wins over a "since when" before it
+        ("da quando ho partorito piango sempre, non so cosa fare", "what_to_do"),
+        ("ho la febbre a 38, che faccio?", "what_to_do"),
+        ("how should we wash the bottles?", "what_to_do"),
+        ("fino a che età si usa il seggiolino?", "how_long"),
+        ("quanto durano le contrazioni?", "how_long"),
+        ("quanto deve durare una poppata?", "how_long"),
+        ("How common is gestational diabetes?", "how_much"),
     ],
 )
 def test_question_types_in_english_and_italian(question: str, kind: str) -> None:

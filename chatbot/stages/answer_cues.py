@@ -15,28 +15,46 @@ QUESTION_TYPES = ("how_much", "how_long", "when", "why", "what_to_do", "yes_no")
 
 # -- question types ------------------------------------------------------------------------------------
 
+# The start of a clause: the question's start, or after a comma, dash, colon or a full stop ("first baby, 17 weeks -
+# when will I ...", "... per la preeclampsia, da quando si inizia?"); a "when" or "perché" further inside a clause
+# reads as "if" or "because" ("è normale che si muova meno perché non ha spazio?").
+_CLAUSE = r"(?:^|[,;:.!?\u2013-]\s*)\W*"
 _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "why",
-        re.compile(r"\bwhy\b|\bhow come\b|\bwhat causes\b|\bperch[eé]\b|\bcome mai\b|\ba cosa serve\b", re.I),
+        re.compile(
+            rf"\bwhy\b|\bhow come\b|\bwhat causes\b|{_CLAUSE}(?:ma |e )?perch[eé]\b|"
+            r"\b(?:chied\w*|capisc\w*|capire|sapere|spieg\w*)\s+(?:il )?perch[eé]\b|\bcome mai\b|\ba cosa serve\b",
+            re.I,
+        ),
+    ),
+    (
+        # said outright, "what should I do" / "che faccio?" is what is asked, whatever the sentence says before it
+        # ("da quando è nato il bambino ho pensieri ..., non so cosa fare")
+        "what_to_do",
+        re.compile(
+            r"\bwhat (?:should|can|do|must) (?:i|we) do\b|\bcosa (?:devo|posso|dobbiamo) fare\b|"
+            r"\b(?:cosa|che) faccio\b|\bnon so (?:cosa|che) fare\b",
+            re.I,
+        ),
     ),
     (
         "how_long",
         re.compile(
-            r"\bhow long\b|\bfor how many\b|\bquanto dura\b|\bquanto tempo\b|\bper quanto\b|\bfino a quando\b|"
-            r"\bper quant[ie]\b|\bquanto ci (?:mett\w+|vuole|vogliono)\b",
+            r"\bhow long\b|\bfor how many\b|\bquanto (?:\w+ )?dur\w*\b|\bquanto tempo\b|\bper quanto\b|"
+            r"\bfino a (?:quando|che)\b|\bper quant[ie]\b|\bquanto ci (?:mett\w+|vuole|vogliono)\b",
             re.I,
         ),
     ),
     (
         "when",
         re.compile(
-            r"^\W*(?:when|from when|until when|by when|at what|what age|how (?:early|soon)|how many weeks|"
-            r"until how many|from how many|after how many)\b|"
+            rf"{_CLAUSE}(?:when(?:s|'s)?|from when|until when|by when|at what|what age|how (?:early|soon)|"
+            r"how many weeks|until how many|from how many|after how many)\b|"
             r"\b(?:(?:from|at|by|until) what (?:point|stage|week|age|time)|what (?:day|week|month|time of)|"
             r"which (?:day|week|month)|how far along|how old)\b|"
-            r"^\W*(?:quando|da quando|entro quando|a che et[aà]|dopo quant[ei]|a quant[ei]|da quant[ei] settiman|"
-            r"in che (?:mes|settiman|period|moment))",
+            rf"{_CLAUSE}(?:quando|da quando|entro quando|a che (?:et[aà]|settiman|mes|punto)|dopo quant[ei]|"
+            r"a quant[ei]|da quant[ei] settiman|in che (?:mes|settiman|period|moment))",
             re.I,
         ),
     ),
@@ -53,7 +71,8 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "how_much",
         re.compile(
-            r"\bhow (?:much|many|warm|hot|cold|often|big|heavy)\b|\bwhat (?:amount|dose|temperature|level)\b|"
+            r"\bhow (?:much|many|warm|hot|cold|often|big|heavy|common|likely)\b|"
+            r"\bwhat (?:amount|dose|temperature|level)\b|\bwhat are the chances\b|"
             r"\bquant[oaie]\b|\bche dose\b|\bquale dose\b|\bche temperatura\b|\bogni quanto\b",
             re.I,
         ),
@@ -62,7 +81,7 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "what_to_do",
         re.compile(
             r"\bwhat (?:should|can|do|must) i do\b|\bwhat to do\b|\bwhat can i (?:do|take|try)\b|"
-            r"\bhow (?:do|can|should) i\b|\bwhat helps\b|\bcosa (?:devo|posso|si deve|bisogna|si pu[oò]) fare\b|"
+            r"\bhow (?:do|can|should) (?:i|we)\b|\bwhat helps\b|\bcosa (?:devo|posso|si deve|bisogna|si pu[oò]) fare\b|"
             r"\bcosa faccio\b|\bche (?:cosa )?(?:devo|posso) fare\b|^\W*come (?:devo|posso|si|faccio|fare)\b|"
             r"\bcosa fare\b",
             re.I,
