@@ -446,3 +446,32 @@ def test_the_rest_of_the_length_limit_holds_the_answering_cards_runner_up() -> N
         "Do not test too early: wait until the first day of a missed period.",
         "A positive result is very likely to be correct, even if the line is faint.",
     ]
+
+
+def test_the_sentence_after_the_answer_joins_when_it_names_more_of_the_question() -> None:
+    def unit(text: str, first: int) -> Candidate:
+        return Candidate(text, "mastitis", "mastitis#0", 0, 0, first, first)
+
+    question = "Should I stop feeding on the sore side?"
+    units = [
+        unit("Carry on feeding from the sore side, and rest.", 0),
+        unit("A sudden stop can make the pain worse.", 1),
+        unit("Mastitis is inflammation of the breast.", 2),
+    ]
+    ranked = score_units(question, "yes_no", units)
+    assert [(u.first, u.parts["cue"], u.parts["overlap"], u.score) for u in ranked] == [
+        (0, 0.0, 0.375, 2.325),  # "feeding", "sore", "side"
+        (1, 0.0, 0.125, 2.025),  # "stop": the word of the question the answer lacks
+        (2, 0.0, 0.0, 1.9),
+    ]
+    # no type cue in either; "A sudden stop ..." follows the answer and adds the question's "stop" to it (its
+    # evidence 0.125 >= 0.3 x 0.375); the definition neither answers nor shares a word: it stays out
+    assert [u.text for u in select_units(question, "yes_no", ranked)] == [
+        "Carry on feeding from the sore side, and rest.",
+        "A sudden stop can make the pain worse.",
+    ]
+    # were the answer's evidence more than 1 / 0.3 times its own, it would stay out
+    ranked[0].parts["overlap"] = 0.5
+    ranked[0].parts["heading"] = 0.35
+    alone = [u.text for u in select_units(question, "yes_no", ranked)]
+    assert alone == ["Carry on feeding from the sore side, and rest."]
