@@ -475,3 +475,45 @@ def test_the_sentence_after_the_answer_joins_when_it_names_more_of_the_question(
     ranked[0].parts["heading"] = 0.35
     alone = [u.text for u in select_units(question, "yes_no", ranked)]
     assert alone == ["Carry on feeding from the sore side, and rest."]
+
+
+FOLATO = seg(
+    "folato",
+    0,
+    "Quanto prenderne",
+    "Prendi 400 microgrammi di acido folico al giorno. Chiedi al ginecologo se prendere una dose più alta.",
+    "Acido folico",
+    "it",
+)
+VITD = seg(
+    "vitd",
+    0,
+    "How much to take",
+    "Take a daily supplement of 10 micrograms of vitamin D. Sunlight helps the skin make it.",
+    "Vitamin D",
+)
+VITD_IT = seg("vitd-it", 0, "Quanto", "Prendi 10 microgrammi di vitamina D al giorno.", "Vitamina D", "it")
+
+
+def test_an_italian_question_is_answered_from_the_english_card_that_names_what_it_asks() -> None:
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
+
+    question = "Quanta vitamina D devo prendere? Il ginecologo non me l'ha detto"
+    # retrieval put the Italian folic-acid card first: it shares "prendere" and "ginecologo" with the question,
+    # words no English sentence can hold; the English card shares "vitamina"/"vitamin", the word both can
+    out = compose_answer_first(question, hits(FOLATO, VITD), "it", document_segments=lambda doc_id: [])
+    assert out.text == "Take a daily supplement of 10 micrograms of vitamin D."
+    assert out.language_note == OTHER_LANGUAGE_NOTE["it"]
+    answer = out.detail["answer"]
+    # "vitam" is the question's only word an English candidate holds: the English sentence has all of it
+    assert (answer["doc_id"], answer["parts"]["overlap"], answer["parts"]["topic"]) == ("vitd", 0.5, 1.0)
+    assert answer["parts"]["language"] == -0.6  # another language: it had to win by more than 0.6
+    assert answer["score"] == 2.7  # cue 1.0 + heading 0.35 + overlap 0.5 + document 0.3 + topic 1.0 + 0.15 - 0.6
+    assert answer["runner_up"][0]["doc_id"] == "vitd"  # the Italian units are left out of an English reply
+    assert out.detail["languages_used"] == ["en"]
+    # an Italian card that names it too wins on its rank: the reply stays in Italian, with no note
+    out = compose_answer_first(question, hits(VITD_IT, VITD), "it", document_segments=lambda doc_id: [])
+    assert (out.text, out.language_note) == ("Prendi 10 microgrammi di vitamina D al giorno.", None)
+    # with the patient's language only, nothing changes: the Italian card answers with its own words
+    out = compose_answer_first(question, hits(FOLATO), "it", document_segments=lambda doc_id: [])
+    assert out.text.startswith("Prendi 400 microgrammi di acido folico al giorno.")

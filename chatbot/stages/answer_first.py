@@ -11,7 +11,7 @@ import numpy as np
 
 from chatbot.index import Hit
 from chatbot.sentences import split_sentences
-from chatbot.stages.extractive import Composition, hits_in_language, segment_units
+from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE, Composition, hits_in_language, segment_units
 
 # -- answer first --------------------------------------------------------------------------------------
 
@@ -25,8 +25,9 @@ def answer_candidates(
     exclude: Callable[[str], bool] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(candidate units, segments of the top document that were not retrieved): the units of the hits in
-    ``use`` and of the rest of the top used document, each knowing its document's rank among ``use``;
-    ``exclude(text)`` drops units (an exclusion question's excluded thing)."""
+    ``use`` and of the rest of the top used document (of each language, when ``use`` mixes two), each
+    knowing its document's rank among ``use``; ``exclude(text)`` drops units (an exclusion question's
+    excluded thing)."""
     from chatbot.stages.answer_select import Candidate
 
     doc_rank: dict[str, int] = {}
@@ -36,8 +37,9 @@ def answer_candidates(
     extra: list[Any] = []
     if use and document_segments is not None:
         seen = {h.segment.id for h in hits}
+        tops = list({h.segment.language or "": h.segment.doc_id for h in reversed(use)}.values())[::-1]
         try:
-            extra = [s for s in document_segments(use[0].segment.doc_id) if s.id not in seen]
+            extra = [s for doc_id in tops for s in document_segments(doc_id) if s.id not in seen]
         except Exception:  # noqa: BLE001 - the retrieved segments still make a reply
             extra = []
         segments += [(s, False) for s in extra]
@@ -59,6 +61,7 @@ def answer_candidates(
                     title=seg.title,
                     retrieved=retrieved,
                     is_list=u.is_list,
+                    language=seg.language or "",
                 )
             )
     return units, extra
@@ -79,10 +82,12 @@ def compose_answer_first(
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
     segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit."""
     from chatbot.stages.answer_cues import question_type
-    from chatbot.stages.answer_select import join_units, score_units, select_units
+    from chatbot.stages.answer_select import by_language, join_units, score_units, select_units
 
     use, note = hits_in_language(hits, language)
-    units, extra = answer_candidates(hits, use, document_segments, exclude)
+    # the patient's language has hits, and so has another: both compete (chatbot.stages.answer_select.by_language)
+    mixed = note is None and language in OTHER_LANGUAGE_NOTE and len(use) < len(hits)
+    units, extra = answer_candidates(hits, list(hits) if mixed else use, document_segments, exclude)
     if not units:
         return Composition("extractive", "", note)
     kind = question_type(question)
@@ -96,6 +101,11 @@ def compose_answer_first(
         for u, sc in zip(units, scores, strict=True):
             u.model_score = float(sc)
     ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False))
+    if mixed:
+        ranked = by_language(question, ranked, language)
+        if ranked[0].language != language:
+            note = OTHER_LANGUAGE_NOTE[language]
+        use = [h for h in hits if (h.segment.language or "") == ranked[0].language]
     chosen = select_units(question, kind, ranked, max_chars, max_units)
     answer = chosen[0]
     pieces = [
