@@ -1,10 +1,14 @@
 """Fit the classifier relevance gate (``safety.relevance_gate=classifier``) on dev questions only.
 
-Dev data (never the red-team set, the reply sets or any test split):
+Dev data (never the red-team set or any test split; every set below is spent, session 9):
 - ``relevance_dev.jsonl`` (133 hand-written questions, en/it, the threshold gate's dev set);
 - ``gate_dev.jsonl`` (hand-written for this gate: patients' wording, Italian, near-domain out-of-scope questions
   and exclusion questions, en/it); ``gate_dev_s8.jsonl`` (12 more exclusion questions, session 8);
 - ``relevance_test.jsonl`` (206, by an independent author; scored once as held-out in session 7, dev since);
+- ``gate_heldout_v2.jsonl`` (160, scored once as held-out in session 8, dev since);
+- the questions of the reply sets (``evaluation/replies/*.jsonl``: every one has a card that answers it) and of
+  the exclusion sets over the cards (``evaluation/data/exclusions_cards_*.jsonl``: the positive part is
+  answerable), all in scope;
 - MEDIQA / MEDIQA-it consumer questions of the TRAIN split on non-maternal topics, as out-of-scope questions
   (named by id only in the outputs).
 
@@ -43,6 +47,10 @@ PROG = "python -m evaluation.redteam.gate_fit"
 GATE_DEV = Path(str(files("evaluation.redteam") / "gate_dev.jsonl"))
 GATE_DEV_S8 = Path(str(files("evaluation.redteam") / "gate_dev_s8.jsonl"))  # exclusion questions, session 8
 TEST = Path(str(files("evaluation.redteam") / "relevance_test.jsonl"))  # scored once in session 7: dev now
+HELDOUT_V2 = Path(str(files("evaluation.redteam") / "gate_heldout_v2.jsonl"))  # scored once in session 8: dev now
+REPO = Path(__file__).resolve().parents[2]
+REPLY_SETS = REPO / "evaluation" / "replies"  # every question has a card that answers it: in scope
+EXCLUSION_SETS = REPO / "evaluation" / "data"  # exclusions_cards_*.jsonl: the positive part is answerable
 GATE_FILE = shipped_model("relevance_gate") / "gate.json"
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 # The goal is refusal recall >= 0.88 per language on fresh questions; out-of-fold recall on dev ran ~0.05 above
@@ -54,11 +62,26 @@ BA_SLACK = 0.01
 def dev_rows() -> list[dict[str, Any]]:
     """{id, text, language, in_scope, source} of every dev question (MEDIQA's text is never written out)."""
     rows = []
-    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST):
+    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST, HELDOUT_V2):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)
                 rows.append({**r, "source": path.name})
+    for folder, prefix in ((REPLY_SETS, "replies/"), (EXCLUSION_SETS, "exclusions/")):
+        pattern = "*.jsonl" if prefix == "replies/" else "exclusions_cards_*.jsonl"
+        for path in sorted(folder.glob(pattern)):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    rows.append(
+                        {
+                            "id": r["id"],
+                            "text": r["question"],
+                            "language": r["language"],
+                            "in_scope": True,
+                            "source": prefix + path.name,
+                        }
+                    )
     for lang, name in (("en", "mediqa"), ("it", "mediqa-it")):
         qfile = SHARED / name / "queries.jsonl"
         if not qfile.exists():
