@@ -151,11 +151,39 @@ def predict(res: dict[str, Any], X: np.ndarray, italian: np.ndarray) -> np.ndarr
     return probability(res, X, italian) >= res["threshold"]
 
 
-def shipped_answers(rows: Sequence[dict[str, Any]], gate_file: Path, embedder: str = "e5-onnx") -> np.ndarray:
+def shipped_probabilities(rows: Sequence[dict[str, Any]], gate_file: Path, embedder: str = "e5-onnx") -> np.ndarray:
     from chatbot.stages.relevance_gate import load_gate
 
     model = load_gate(str(gate_file), embedder)
-    return np.array([model.relevant(r["features"]) for r in rows])
+    return np.array([model.probability(r["features"]) for r in rows])
+
+
+def shipped_answers(rows: Sequence[dict[str, Any]], gate_file: Path, embedder: str = "e5-onnx") -> np.ndarray:
+    from chatbot.stages.relevance_gate import load_gate
+
+    return shipped_probabilities(rows, gate_file, embedder) >= load_gate(str(gate_file), embedder).threshold
+
+
+# the sets the shipped gate (session 7's fit) was fitted on: its numbers there are in-sample
+SHIPPED_FIT_SETS = ("relevance_dev.jsonl", "gate_dev.jsonl", "mediqa-train")
+
+
+def sweep(p: np.ndarray, y: np.ndarray, italian: np.ndarray, groups: np.ndarray) -> str:
+    """The shipped gate's probability threshold per language: refusal precision / recall / in-scope answered on
+    every set and on the sets it was not fitted on."""
+    fresh = ~np.isin(groups, SHIPPED_FIT_SETS)
+    lines = [
+        "| threshold | en, all sets | it, all sets | en, sets not fitted on | it, sets not fitted on |",
+        "|---|---|---|---|---|",
+    ]
+    for t in np.round(np.arange(0.10, 0.56, 0.04), 2):
+        cells = []
+        for mask in (np.ones(len(y), bool), fresh):
+            for k in (0, 1):
+                m = mask & (italian == k)
+                cells.append(_cell(refusal_pr(y[m], p[m] >= t)))
+        lines.append(f"| {t:.2f} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} |")
+    return "\n".join(lines) + "\n"
 
 
 def report(y: np.ndarray, italian: np.ndarray, groups: np.ndarray, answer: np.ndarray) -> dict[str, Any]:
@@ -190,6 +218,30 @@ def loso(
         fits[g] = {"C": res["C"], "threshold": res["threshold"], "shift_it": round(res["shift"][1], 3)}
     fits["margin"] = margin
     return answer, fits
+
+
+def matched(
+    scores: dict[str, np.ndarray], y: np.ndarray, italian: np.ndarray, groups: np.ndarray, reference: str = "shipped"
+) -> str:
+    """Threshold-free comparison on the sets the shipped gate was not fitted on, per language: AUC of each model's
+    out-of-set score, and the share of in-scope questions it answers at the reference's refusal recall (the
+    threshold set on those questions, the same rule for every model: a ranking comparison, not a fresh number)."""
+    from sklearn.metrics import roc_auc_score
+
+    fresh = ~np.isin(groups, SHIPPED_FIT_SETS)
+    head = "| model | en AUC | en in scope answered | it AUC | it in scope answered |"
+    lines = [head, "|---|---|---|---|---|"]
+    for name, sc in scores.items():
+        cells = []
+        for k in (0, 1):
+            m = fresh & (italian == k)
+            ref = scores[reference][m]
+            target = float((ref[~y[m]] < 0).mean())
+            oos = np.sort(sc[m][~y[m]])
+            cut = oos[int(np.ceil(target * len(oos))) - 1] if target > 0 else -np.inf
+            cells += [f"{roc_auc_score(y[m], sc[m]):.3f}", f"{(sc[m][y[m]] > cut).mean():.3f} (recall {target:.3f})"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _cell(d: dict[str, Any]) -> str:
@@ -244,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     groups = np.array([group_of(r) for r in rows])
     specs = json.loads(args.specs.read_text()) if args.specs else [{"name": "refit-s7", "features": list(BASE)}]
     results: dict[str, Any] = {}
+    p_shipped = shipped_probabilities(rows, gate_fit.GATE_FILE)
     shipped = shipped_answers(rows, gate_fit.GATE_FILE)
+    from chatbot.stages.relevance_gate import load_gate
+
+    shipped_threshold = load_gate(str(gate_fit.GATE_FILE), "e5-onnx").threshold
     results["shipped"] = report(y, italian, groups, shipped)
     decisions = {"shipped": shipped}
     for spec in specs:
@@ -260,7 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     s = results["shipped"]
     print("shipped", "en", s["en"], "it", s["it"], "wrong", s["wrong"], file=sys.stderr)
     if args.markdown:
-        args.markdown.write_text(markdown(results), encoding="utf-8")
+        pc = np.clip(p_shipped, 1e-9, 1 - 1e-9)
+        scores = {"shipped": np.log(pc / (1 - pc)) - _logit(shipped_threshold)}
+        scores.update({k[: -len(":margin")]: v for k, v in decisions.items() if k.endswith(":margin")})
+        text = (
+            markdown(results) + "\n" + matched(scores, y, italian, groups) + "\n" + sweep(p_shipped, y, italian, groups)
+        )
+        args.markdown.write_text(text, encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         np.savez(
