@@ -339,6 +339,17 @@ class SegmentIndex:
                 return [row[:k] for row in out]
             fetch = min(n, fetch * 4)
 
+    def vectors_of(self, segment_ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of ``segment_ids``, in that order (rows of zeros for ids the index lacks)."""
+        out = np.zeros((len(segment_ids), self.embedder.dim), dtype=np.float32)
+        if not segment_ids:
+            return out
+        got = self.collection().get(ids=list(segment_ids), include=["embeddings"])
+        where = {sid: i for i, sid in enumerate(segment_ids)}
+        for sid, emb in zip(got["ids"], got["embeddings"], strict=True):
+            out[where[sid]] = np.asarray(emb, dtype=np.float32)
+        return out
+
     def _readable(self, hits: list[Hit]) -> list[Hit]:
         if self.visible is None or not any(h.segment.content_version for h in hits):
             return hits

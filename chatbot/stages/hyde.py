@@ -115,7 +115,7 @@ class HyDE:
             run.question_vector, run.pre_candidates = timed(
                 run.timings,
                 "pre_retrieve",
-                lambda: pre_retrieve(run.question, self.services.embedder, self.services.dense, self.k),
+                lambda: pre_retrieve(run.question, self.services.query_embedder, self.services.dense, self.k),
             )
             pre_hits, context = pre_context(run.pre_candidates, self.cfg)
             run.info["pre_retrieved"] = [h.segment.id for h in pre_hits]
@@ -141,7 +141,7 @@ class HyDE:
             info["sample_errors"] = gen.errors
 
     def _question_vector(self, run: _Run) -> np.ndarray:
-        return np.asarray(self.services.embedder.embed_queries([run.question]), dtype=np.float32)[0]
+        return np.asarray(self.services.query_embedder.embed_queries([run.question]), dtype=np.float32)[0]
 
     def _encode(self, run: _Run, gen: Generation) -> np.ndarray:
         embedder = self.services.embedder

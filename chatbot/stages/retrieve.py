@@ -22,7 +22,18 @@ class DenseRetriever:
         return self.batch([text], k)[0]
 
     def batch(self, texts: Sequence[str], k: int = 50) -> list[list[Hit]]:
-        return self._search(self.embedder.embed_queries(list(texts)), k)
+        raw = getattr(self.embedder, "raw", None)
+        if raw is None:
+            return self._search(self.embedder.embed_queries(list(texts)), k)
+        # A query adapter (chatbot/query_adapter.py) orders the hits; detail["dense"] keeps the raw e5 cosine,
+        # which the relevance gate and the safety threshold were calibrated on.
+        raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
+        hits = self._search(self.embedder.adapter.apply(raw_q), k)
+        for q, row in zip(raw_q, hits, strict=True):
+            for h, v in zip(row, self.index.vectors_of([h.segment.id for h in row]), strict=True):
+                h.detail["dense_adapted"] = h.score
+                h.detail["dense"] = float(q @ v)
+        return hits
 
     def search_vector(self, vector: np.ndarray, k: int = 50) -> list[Hit]:
         """Top-k for a vector already made (a HyDoc average, a question embedded once and reused)."""
