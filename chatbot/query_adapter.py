@@ -23,25 +23,48 @@ class AdapterError(ValueError):
     """A query adapter folder that is missing, corrupt or made for another embedder."""
 
 
+def _checked(weight: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    weight, bias = np.asarray(weight, dtype=np.float32), np.asarray(bias, dtype=np.float32)
+    if weight.ndim != 2 or weight.shape[0] != weight.shape[1] or bias.shape != (weight.shape[0],):
+        raise AdapterError(f"adapter shapes W {weight.shape} and b {bias.shape} do not fit (d×d and d)")
+    if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
+        raise AdapterError("adapter weights hold NaN or infinite values")
+    return weight, bias
+
+
 class QueryAdapter:
-    """``apply(vectors)`` → unit rows of ``vectors @ W.T + b``."""
+    """``apply(vectors)`` → unit rows of ``vectors @ W.T + b``; with an Italian part (``weight_it``, ``bias_it``),
+    the rows ``apply`` is told are Italian use it instead."""
 
-    def __init__(self, weight: np.ndarray, bias: np.ndarray, name: str = "query-adapter") -> None:
-        weight, bias = np.asarray(weight, dtype=np.float32), np.asarray(bias, dtype=np.float32)
-        if weight.ndim != 2 or weight.shape[0] != weight.shape[1] or bias.shape != (weight.shape[0],):
-            raise AdapterError(f"adapter shapes W {weight.shape} and b {bias.shape} do not fit (d×d and d)")
-        if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
-            raise AdapterError("adapter weights hold NaN or infinite values")
-        self.weight, self.bias, self.name = weight, bias, name
-        self.dim = weight.shape[0]
+    def __init__(
+        self,
+        weight: np.ndarray,
+        bias: np.ndarray,
+        name: str = "query-adapter",
+        weight_it: np.ndarray | None = None,
+        bias_it: np.ndarray | None = None,
+    ) -> None:
+        self.weight, self.bias = _checked(weight, bias)
+        self.weight_it, self.bias_it = (None, None) if weight_it is None else _checked(weight_it, bias_it)
+        if self.weight_it is not None and self.weight_it.shape != self.weight.shape:
+            raise AdapterError(f"Italian adapter shape {self.weight_it.shape} differs from {self.weight.shape}")
+        self.name = name
+        self.dim = self.weight.shape[0]
 
-    def apply(self, vectors: np.ndarray) -> np.ndarray:
+    @property
+    def per_language(self) -> bool:
+        return self.weight_it is not None
+
+    def apply(self, vectors: np.ndarray, italian: Sequence[bool] | None = None) -> np.ndarray:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.size == 0:
             return vectors.reshape(0, self.dim)
         if vectors.shape[-1] != self.dim:
             raise AdapterError(f"adapter expects {self.dim}-d vectors, got {vectors.shape[-1]}-d")
         out = vectors @ self.weight.T + self.bias
+        if self.weight_it is not None and italian is not None and any(italian):
+            rows = np.asarray(italian, dtype=bool)
+            out[rows] = vectors[rows] @ self.weight_it.T + self.bias_it
         return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
 
 
@@ -49,12 +72,22 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def save_adapter(folder: Path, weight: np.ndarray, bias: np.ndarray, metrics: dict[str, Any] | None = None) -> Path:
-    """Write ``adapter.npz`` + ``adapter.json`` (with its sha256) and, when given, ``metrics.json``."""
+def save_adapter(
+    folder: Path,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    metrics: dict[str, Any] | None = None,
+    italian: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Path:
+    """Write ``adapter.npz`` + ``adapter.json`` (with its sha256) and, when given, ``metrics.json``. ``italian``:
+    (U, V, b_it) of the Italian questions' map W_it = W + U V^T (low rank keeps the file under 1 MB)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weight = np.asarray(weight, dtype=np.float32)
-    np.savez(folder / "adapter.npz", delta=weight - np.eye(weight.shape[0], dtype=np.float32), bias=bias)
+    arrays = {"delta": weight - np.eye(weight.shape[0], dtype=np.float32), "bias": np.asarray(bias, np.float32)}
+    if italian is not None:
+        arrays.update(zip(("it_u", "it_v", "it_bias"), (np.asarray(a, np.float32) for a in italian), strict=True))
+    np.savez(folder / "adapter.npz", **arrays)
     digest = file_sha256(folder / "adapter.npz")
     manifest = {"base_embedder": BASE_EMBEDDER, "dim": int(weight.shape[0]), "sha256": digest}
     (folder / "adapter.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -84,10 +117,18 @@ def load_adapter(folder: Path, embedder_name: str | None = None) -> QueryAdapter
         raise AdapterError(f"query adapter {folder} was trained for {base!r}, not for embedder {embedder_name!r}")
     try:
         with np.load(weights_path) as data:
-            delta, bias = data["delta"], data["bias"]
+            arrays = {k: data[k] for k in data.files}
+        weight = np.eye(arrays["delta"].shape[0], dtype=np.float32) + arrays["delta"]
+        bias = arrays["bias"]
     except Exception as exc:  # a zip that passes the checksum but not numpy: still a clear error
         raise AdapterError(f"{weights_path} cannot be read as adapter weights: {exc}") from exc
-    return QueryAdapter(np.eye(delta.shape[0], dtype=np.float32) + delta, bias, name=folder.name)
+    if "it_u" not in arrays:
+        return QueryAdapter(weight, bias, name=folder.name)
+    try:
+        weight_it = weight + arrays["it_u"] @ arrays["it_v"].T
+    except ValueError as exc:
+        raise AdapterError(f"{weights_path}: the Italian part does not fit: {exc}") from exc
+    return QueryAdapter(weight, bias, folder.name, weight_it, arrays["it_bias"])
 
 
 @lru_cache(maxsize=4)
@@ -104,7 +145,15 @@ class AdaptedEmbedder:
         self.name, self.dim = raw.name, raw.dim
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.adapter.apply(self.raw.embed_queries(texts))
+        return self.adapter.apply(self.raw.embed_queries(texts), self.italian(texts))
+
+    def italian(self, texts: Sequence[str]) -> list[bool] | None:
+        """Which questions are Italian (chatbot.language), for an adapter with an Italian part; else None."""
+        if not self.adapter.per_language:
+            return None
+        from chatbot.language import detect_language
+
+        return [detect_language(t).language == "it" for t in texts]
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.raw.embed_passages(texts)

@@ -73,6 +73,23 @@ def test_save_load_round_trip_and_sha256(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "metrics.json").read_text()) == {"note": 1}
 
 
+def test_italian_part_applies_to_italian_rows_only(tmp_path: Path) -> None:
+    swap = np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]], dtype=np.float32)
+    u = np.array([[0.0], [0.0], [1.0]], dtype=np.float32)  # U V^T adds x to z for Italian rows
+    v = np.array([[1.0], [0.0], [0.0]], dtype=np.float32)
+    save_adapter(tmp_path, swap, np.zeros(3), italian=(u, v, np.zeros(3)))
+    a = load_adapter(tmp_path)
+    assert a.per_language
+    q = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], dtype=np.float32)
+    out = a.apply(q, [False, True])
+    np.testing.assert_allclose(out, [[0.0, 1.0, 0.0], [0.0, 1 / 2**0.5, 1 / 2**0.5]], atol=1e-6)
+    np.testing.assert_allclose(a.apply(q), [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]], atol=1e-6)  # no flags: shared map
+    table = {"What is the flu?": [1.0, 0.0, 0.0], "Che cos'è l'influenza e come si cura?": [1.0, 0.0, 0.0]}
+    wrapped = AdaptedEmbedder(FakeEmbedder(table), a)
+    got = wrapped.embed_queries(list(table))
+    np.testing.assert_allclose(got, [[0.0, 1.0, 0.0], [0.0, 1 / 2**0.5, 1 / 2**0.5]], atol=1e-6)
+
+
 def test_bad_files_give_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(AdapterError, match="adapter.json is missing"):
         load_adapter(tmp_path)

@@ -67,12 +67,14 @@ def train(
     l2: float = 1.0,
     tau: float = 0.02,
     rank: int = 0,
+    italian_rank: int = 0,
     batch_size: int = 32,
     patience: int = 5,
     seed: int = 13,
     log=print,
-) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """(W, b, curve): the best epoch's adapter on the validation part (epoch 0 = e5 itself)."""
+) -> tuple[np.ndarray, np.ndarray, tuple | None, list[dict]]:
+    """(W, b, Italian part (U, V, b_it) or None, curve): the best epoch's adapter on the validation part (epoch 0
+    = e5 itself)."""
     import torch
     from tqdm import tqdm
 
@@ -89,23 +91,39 @@ def train(
     b = torch.nn.Parameter(torch.zeros(d))
     params.append(b)
     eye = torch.eye(d)
+    # Italian questions' own map W_it = W + U_it V_it^T, b_it = b + beta_it (only with italian_rank)
+    u_it = torch.nn.Parameter(torch.zeros(d, max(italian_rank, 1)))
+    v_it = torch.nn.Parameter(torch.randn(d, max(italian_rank, 1)) * 0.01)
+    beta_it = torch.nn.Parameter(torch.zeros(d))
+    if italian_rank:
+        params += [u_it, v_it, beta_it]
 
     def weight() -> torch.Tensor:
         return eye + u @ vmat.T if rank else w
 
-    def adapt(q: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.normalize(q @ weight().T + b, dim=-1)
+    def adapt(q: torch.Tensor, it: torch.Tensor | None = None) -> torch.Tensor:
+        out = q @ weight().T + b
+        if italian_rank and it is not None and bool(it.any()):
+            out = torch.where(it[:, None], out + (q @ v_it) @ u_it.T + beta_it, out)
+        return torch.nn.functional.normalize(out, dim=-1)
+
+    def italian(batch: list[Example]) -> torch.Tensor:
+        return torch.tensor([e.question.group == "mediqa-it" for e in batch])
+
+    def snapshot() -> tuple:
+        it = (u_it.detach().clone().numpy(), v_it.detach().clone().numpy(), (b + beta_it).detach().clone().numpy())
+        return weight().detach().clone(), b.detach().clone(), it if italian_rank else None
 
     opt = torch.optim.Adam(params, lr=lr)
     seg = {name: torch.from_numpy(c.vectors) for name, c in corpora.items()}
 
     def val_metrics() -> dict[str, dict]:
         with torch.no_grad():
-            qv = adapt(torch.from_numpy(np.stack([e.vector for e in val]))).numpy()
+            qv = adapt(torch.from_numpy(np.stack([e.vector for e in val])), italian(val)).numpy()
         return doc_metrics(qv, val, corpora)
 
     curve = [{"epoch": 0, "loss": None, "val": val_metrics()}]
-    best = (macro(curve[0]["val"]), 0, weight().detach().clone(), b.detach().clone())
+    best = (macro(curve[0]["val"]), 0, snapshot())
     log(f"epoch 0 (e5): val macro nDCG@10 {best[0]:.4f}")
     stale = 0
     for epoch in range(1, epochs + 1):
@@ -115,7 +133,7 @@ def train(
         bar = tqdm(range(0, len(order), batch_size), desc=f"epoch {epoch}", file=sys.stderr, leave=False)
         for start in bar:
             batch = [examples[i] for i in order[start : start + batch_size]]
-            q = adapt(torch.from_numpy(np.stack([e.vector for e in batch])))
+            q = adapt(torch.from_numpy(np.stack([e.vector for e in batch])), italian(batch))
             firsts = torch.stack([seg[e.question.corpus][e.positives[0]] for e in batch])
             loss = torch.zeros(())
             for i, e in enumerate(batch):
@@ -132,6 +150,8 @@ def train(
                 lse = torch.logsumexp(torch.cat([s_pos[:, None], s_neg[None, :].expand(len(s_pos), -1)], 1), dim=1)
                 loss = loss + ((lse - s_pos) * wts).sum() / wts.sum()
             loss = loss / len(batch) + l2 * ((weight() - eye) ** 2).sum() + l2 * (b**2).sum()
+            if italian_rank:
+                loss = loss + l2 * (((u_it @ v_it.T) ** 2).sum() + (beta_it**2).sum())
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -142,14 +162,15 @@ def train(
         curve.append({"epoch": epoch, "loss": round(total / steps, 5), "val": m})
         log(f"epoch {epoch}: loss {total / steps:.4f}  val macro nDCG@10 {score:.4f}  " + _short(m))
         if score > best[0] + 1e-4:
-            best, stale = (score, epoch, weight().detach().clone(), b.detach().clone()), 0
+            best, stale = (score, epoch, snapshot()), 0
         else:
             stale += 1
             if stale >= patience:
                 break
     log(f"best epoch {best[1]} (val macro nDCG@10 {best[0]:.4f})")
     curve.append({"best_epoch": best[1]})
-    return best[2].numpy(), best[3].numpy(), curve
+    w_best, b_best, it_best = best[2]
+    return w_best.numpy(), b_best.numpy(), it_best, curve
 
 
 def _short(m: dict[str, dict]) -> str:
@@ -165,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", type=float, nargs="+", default=[1.0], help="||W-I||^2 weights tried (val picks one)")
     p.add_argument("--tau", type=float, default=0.02, help="InfoNCE temperature")
     p.add_argument("--rank", type=int, default=0, help="0: full W; r: W = I + U V^T of rank r")
+    p.add_argument("--italian-rank", type=int, default=0, help="r > 0: Italian questions get W + U V^T of rank r")
     p.add_argument("--hard", type=int, default=30, help="hard negatives per question (of e5's top 50)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--patience", type=int, default=5)
@@ -188,14 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for l2 in args.l2:
         print(f"--- l2 {l2}", file=sys.stderr)
-        w, b, curve = train(
+        w, b, it, curve = train(
             fit, corpora, val, epochs=args.epochs, lr=args.lr, l2=l2, tau=args.tau, rank=args.rank,
+            italian_rank=args.italian_rank,
             batch_size=args.batch_size, patience=args.patience, seed=args.seed,
             log=lambda m: print(m, file=sys.stderr),
         )  # fmt: skip
         best_epoch = curve[-1]["best_epoch"]
-        runs.append((macro(curve[best_epoch]["val"]), l2, w, b, curve))
-    score, l2, w, b, curve = max(runs, key=lambda r: r[0])
+        runs.append((macro(curve[best_epoch]["val"]), l2, w, b, it, curve))
+    score, l2, w, b, it, curve = max(runs, key=lambda r: r[0])
     counts: dict[str, int] = {}
     for e in fit:
         counts[e.question.group] = counts.get(e.question.group, 0) + 1
@@ -209,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         "curve": curve,
         "seconds": round(time.time() - started, 1),
     }
-    save_adapter(args.out, w, b, metrics)
+    save_adapter(args.out, w, b, metrics, italian=it)
     print(json.dumps({"chosen_l2": l2, "val": curve[curve[-1]["best_epoch"]]["val"]}, indent=1))
     return 0
 

@@ -53,12 +53,14 @@ class Question:
         return is_validation(self.qid)
 
 
-def _questions(data_root: Path, name: str, corpus: str, skip_generic: bool = False) -> list[Question]:
-    """The set's train-split questions that have a relevant document."""
+def questions_of(
+    data_root: Path, name: str, corpus: str, skip_generic: bool = False, split: str = "train"
+) -> list[Question]:
+    """The set's ``split`` questions that have a relevant document (training reads only "train")."""
     qrels = _read_qrels(data_root / name / "qrels.tsv")
     out = []
     for q in _read_jsonl(data_root / name / "queries.jsonl"):
-        if split_of(q["_id"]) != "train":
+        if split_of(q["_id"]) != split:
             continue
         judged = qrels.get(q["_id"], {})
         pos = {d: s for d, s in judged.items() if s >= 1}
@@ -93,7 +95,9 @@ def _index_corpus(data_root: Path, name: str) -> Corpus:
     return Corpus(name, [seg.doc_id for seg in segments], np.asarray(vectors, dtype=np.float32))
 
 
-def _medquad_pool(data_root: Path, questions: list[Question], rng: random.Random, pool_random: int) -> Corpus:
+def medquad_pool(
+    data_root: Path, questions: list[Question], rng: random.Random, pool_random: int, cache: str = "medquad-passages"
+) -> Corpus:
     """MedQuAD's sampled questions' positives and sibling sections plus random documents (first 2 segments
     each, product-sized), embedded once by e5-onnx and cached."""
     from chatbot.embedders import load_embedder
@@ -113,7 +117,7 @@ def _medquad_pool(data_root: Path, questions: list[Question], rng: random.Random
     for doc_id in wanted:
         if doc_id in docs:
             pool.add(doc_id, docs[doc_id].get("title", ""), docs[doc_id]["text"], max_segments=2)
-    vectors = embed_cached(load_embedder("e5-onnx"), pool.seg_embed, CACHE_DIR / "medquad-passages.npz")
+    vectors = embed_cached(load_embedder("e5-onnx"), pool.seg_embed, CACHE_DIR / f"{cache}.npz")
     return Corpus("medquad", list(pool.seg_doc), vectors)
 
 
@@ -124,15 +128,15 @@ def load_questions_and_corpora(
     rng = random.Random(seed)
     questions: list[Question] = []
     corpora: dict[str, Corpus] = {"mediqa": _index_corpus(data_root, "mediqa")}
-    questions += _questions(data_root, "mediqa", "mediqa")
-    questions += _questions(data_root, "mediqa-it", "mediqa")
+    questions += questions_of(data_root, "mediqa", "mediqa")
+    questions += questions_of(data_root, "mediqa-it", "mediqa")
     corpora["maternal"] = _index_corpus(data_root, "maternal")
-    questions += _questions(data_root, "maternal", "maternal")
+    questions += questions_of(data_root, "maternal", "maternal")
     corpora["negconstraint"] = _index_corpus(data_root, "negconstraint")
-    questions += _questions(data_root, "negconstraint", "negconstraint")
-    medquad = _questions(data_root, "medquad", "medquad", skip_generic=True)
+    questions += questions_of(data_root, "negconstraint", "negconstraint")
+    medquad = questions_of(data_root, "medquad", "medquad", skip_generic=True)
     medquad = sorted(rng.sample(medquad, min(medquad_questions, len(medquad))), key=lambda q: q.key)
-    corpora["medquad"] = _medquad_pool(data_root, medquad, rng, pool_random)
+    corpora["medquad"] = medquad_pool(data_root, medquad, rng, pool_random)
     questions += medquad
     return questions, corpora
 
