@@ -63,7 +63,7 @@ class Services:
         setting = self.settings.embedding.query_adapter
         if setting.strip().lower() == "shipped":
             setting = str(shipped_model("query_adapter"))
-        return retrieval_embedder(self.embedder, setting)
+        return retrieval_embedder(self.embedder, setting, languages=self.settings.embedding.query_adapter_languages)
 
     @cached_property
     def client(self):

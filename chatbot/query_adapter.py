@@ -136,35 +136,50 @@ def _cached(folder: str, embedder_name: str | None) -> QueryAdapter:
     return load_adapter(Path(folder), embedder_name)
 
 
+def _language(text: str) -> str:
+    from chatbot.language import detect_language
+
+    language = detect_language(text).language
+    return "en" if language == "unknown" else language  # too few clues: read as English, as the reranker does
+
+
 class AdaptedEmbedder:
     """An embedder whose QUESTION vectors go through the adapter; passages (and ``name``, which pins an index to
-    the model that built it) stay the base embedder's. ``raw`` is the base embedder."""
+    the model that built it) stay the base embedder's. ``raw`` is the base embedder. ``languages``: only
+    questions ``chatbot.language`` reads in one of these are adapted (None: all); the others keep raw e5."""
 
-    def __init__(self, raw: Any, adapter: QueryAdapter) -> None:
+    def __init__(self, raw: Any, adapter: QueryAdapter, languages: Sequence[str] | None = None) -> None:
         self.raw, self.adapter = raw, adapter
+        self.languages = None if languages is None else tuple(languages)
         self.name, self.dim = raw.name, raw.dim
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.adapter.apply(self.raw.embed_queries(texts), self.italian(texts))
+        return self.adapt(self.raw.embed_queries(texts), texts)
 
-    def italian(self, texts: Sequence[str]) -> list[bool] | None:
-        """Which questions are Italian (chatbot.language), for an adapter with an Italian part; else None."""
-        if not self.adapter.per_language:
-            return None
-        from chatbot.language import detect_language
-
-        return [detect_language(t).language == "it" for t in texts]
+    def adapt(self, raw_vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """The adapted rows of ``raw_vectors`` (the raw e5 question vectors of ``texts``)."""
+        raw_vectors = np.asarray(raw_vectors, dtype=np.float32)
+        if not self.adapter.per_language and self.languages is None:
+            return self.adapter.apply(raw_vectors)
+        languages = [_language(t) for t in texts]
+        out = self.adapter.apply(raw_vectors, [lang == "it" for lang in languages])
+        if self.languages is not None:
+            keep = [lang not in self.languages for lang in languages]
+            out[keep] = raw_vectors[keep]
+        return out
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.raw.embed_passages(texts)
 
 
-def retrieval_embedder(embedder: Any, setting: str | Path | None, root: Path | None = None) -> Any:
+def retrieval_embedder(
+    embedder: Any, setting: str | Path | None, root: Path | None = None, languages: Sequence[str] | None = None
+) -> Any:
     """``embedder`` itself when ``setting`` is "none"/empty, else an AdaptedEmbedder over the adapter folder
-    (relative paths from ``root``, the workspace)."""
+    (relative paths from ``root``, the workspace) for questions in ``languages`` (None: every language)."""
     if setting is None or str(setting).strip().lower() in ("", "none"):
         return embedder
     folder = Path(setting)
     if not folder.is_absolute() and root is not None:
         folder = root / folder
-    return AdaptedEmbedder(embedder, _cached(str(folder), getattr(embedder, "name", None)))
+    return AdaptedEmbedder(embedder, _cached(str(folder), getattr(embedder, "name", None)), languages)

@@ -174,6 +174,17 @@ def test_services_wire_the_adapter_into_retrieval_not_into_the_red_flag_path(tmp
     assert services.dense.embedder is services.query_embedder
     assert services.embedder is base  # red flags, answer scorer, memory read services.embedder: raw e5
     np.testing.assert_allclose(services.embedder.embed_queries(["q"]), [[0.8, 0.6, 0.0]], atol=1e-6)
+    # the default embedding.query_adapter_languages=["it"]: English questions keep raw e5, Italian ones move
+    table = {
+        "What is the flu and how is it treated?": [0.8, 0.6, 0.0],
+        "Che cos'è l'influenza e come si cura?": [0.8, 0.6, 0.0],
+    }
+    base.table.update(table)
+    assert settings.embedding.query_adapter_languages == ["it"]
+    got = services.query_embedder.embed_queries(list(table))
+    np.testing.assert_allclose(got, [[0.8, 0.6, 0.0], [0.6, 0.8, 0.0]], atol=1e-6)
+    both = AdaptedEmbedder(base, services.query_embedder.adapter, ["en", "it"])
+    np.testing.assert_allclose(both.embed_queries(list(table)), [[0.6, 0.8, 0.0], [0.6, 0.8, 0.0]], atol=1e-6)
     settings.embedding.query_adapter = "none"
     off = Services(settings)
     off.__dict__["embedder"] = base

@@ -28,7 +28,7 @@ class DenseRetriever:
         # A query adapter (chatbot/query_adapter.py) orders the hits; detail["dense"] keeps the raw e5 cosine,
         # which the relevance gate and the safety threshold were calibrated on.
         raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
-        hits = self._search(self.embedder.adapter.apply(raw_q, self.embedder.italian(list(texts))), k)
+        hits = self._search(self.embedder.adapt(raw_q, list(texts)), k)
         for q, row in zip(raw_q, hits, strict=True):
             for h, v in zip(row, self.index.vectors_of([h.segment.id for h in row]), strict=True):
                 h.detail["dense_adapted"] = h.score
