@@ -224,3 +224,15 @@ def test_shipped_adapter_loads_offline_and_ranks_relevant_first_in_both_language
     # it stays close to e5: the adapted question keeps most of its raw direction
     raw = e5.embed_queries([EN_Q, IT_Q])
     assert np.all(np.sum(raw * adapter.apply(raw), axis=1) > 0.7)
+
+
+@pytest.mark.integration
+def test_chatbot_models_lists_the_adapter_with_its_sha256_and_card_metrics() -> None:
+    from chatbot.models_cli import list_models
+
+    rows = [r for r in list_models() if r["path"] == str(SHIPPED)]
+    assert len(rows) == 1
+    manifest = json.loads((SHIPPED / "adapter.json").read_text(encoding="utf-8"))
+    assert rows[0]["sha256"] == manifest["sha256"]
+    assert rows[0]["bytes"] < 1_000_000
+    assert any("MEDIQA-it" in m and "P@3" in m for m in rows[0]["metrics"])
