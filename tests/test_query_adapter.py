@@ -236,3 +236,33 @@ def test_chatbot_models_lists_the_adapter_with_its_sha256_and_card_metrics() -> 
     assert rows[0]["sha256"] == manifest["sha256"]
     assert rows[0]["bytes"] < 1_000_000
     assert any("MEDIQA-it" in m and "P@3" in m for m in rows[0]["metrics"])
+
+
+def test_real_index_vectors_of_and_adapted_dense_retrieval(tmp_path: Path) -> None:
+    """Over a real Chroma index (keyword vectors on the asthma, diabetes, fever, sleep, other axes): W swaps the
+    asthma and fever axes, so an asthma question retrieves the fever card first, with the raw cosine kept."""
+    from chatbot.index import SegmentIndex, make_client
+    from corpus.model import Document
+    from corpus.segmenter import segment_documents
+    from tests.conftest import FakeEmbedder as KeywordEmbedder
+
+    fake_embedder = KeywordEmbedder("multilingual-e5-small-onnx-int8")  # the name the adapter was made for
+    docs = [
+        Document(id=i, text=t, title=f"Card {i}", source_url=f"https://example.org/{i}")
+        for i, t in (("a", "Asthma makes the airways narrow."), ("c", "A fever is 38C or more."))
+    ]
+    index = SegmentIndex(make_client(tmp_path / "db"), "qa-test", fake_embedder, exact=True)
+    index.sync(segment_documents(docs))
+    segments, stored = index.all_segments()
+    ids = [s.id for s in segments]
+    np.testing.assert_allclose(index.vectors_of(list(reversed(ids))), stored[::-1], atol=1e-6)
+    assert index.vectors_of([]).shape == (0, fake_embedder.dim)
+    swap = np.eye(fake_embedder.dim, dtype=np.float32)
+    swap[[0, 2]] = swap[[2, 0]]
+    save_adapter(tmp_path / "adapter", swap, np.zeros(fake_embedder.dim))
+    retriever = DenseRetriever(index, retrieval_embedder(fake_embedder, str(tmp_path / "adapter")))
+    hits = retriever("asthma", k=2)
+    assert [h.segment.doc_id for h in hits] == ["c", "a"]
+    assert [round(h.detail["dense"], 4) for h in hits] == [0.0, 1.0]  # raw e5-style cosines of those links
+    assert [round(h.detail["dense_adapted"], 4) for h in hits] == [1.0, 0.0]
+    assert [h.segment.doc_id for h in DenseRetriever(index, fake_embedder)("asthma", k=2)] == ["a", "c"]
