@@ -7,7 +7,6 @@ A shipped adapter is a folder with ``adapter.npz`` (``delta`` = W - I and ``bias
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from chatbot.onnx_files import file_sha256
 
 BASE_EMBEDDER = "multilingual-e5-small-onnx-int8"
 
@@ -66,10 +67,6 @@ class QueryAdapter:
             rows = np.asarray(italian, dtype=bool)
             out[rows] = vectors[rows] @ self.weight_it.T + self.bias_it
         return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def save_adapter(
