@@ -339,6 +339,11 @@ class SegmentIndex:
                 return [row[:k] for row in out]
             fetch = min(n, fetch * 4)
 
+    def has_language_other_than(self, language: str) -> bool:
+        """Whether any stored segment's language differs from ``language``."""
+        got = self.collection().get(where={"language": {"$ne": language}}, limit=1, include=[])
+        return bool(got["ids"])
+
     def vectors_of(self, segment_ids: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``segment_ids``, in that order (rows of zeros for ids the index lacks)."""
         out = np.zeros((len(segment_ids), self.embedder.dim), dtype=np.float32)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,13 @@ class Services:
 
     @cached_property
     def dense(self) -> DenseRetriever:
-        return DenseRetriever(self.index, self.query_embedder)
+        from chatbot.stages.retrieve import question_language
+
+        language_of = partial(question_language, min_confidence=self.settings.safety.language_min_confidence)
+        # retrieval.cross_language_offset is read at each search (`eval replies --versus` changes settings)
+        return DenseRetriever(
+            self.index, self.query_embedder, lambda: self.settings.retrieval.cross_language_offset, language_of
+        )
 
     @cached_property
     def bm25(self) -> BM25Retriever:

@@ -186,6 +186,12 @@ class RetrievalSettings(_Group):
         "every other question to `pipeline` (chatbot.stages.route); a pipeline named by the caller is kept. "
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
+    cross_language_offset: dict[str, float] = Field(
+        default={},
+        description="{question language: delta} added to the bi-encoder cosine of passages in another "
+        "language, for questions in that language only (others unchanged; a no-op on a one-language corpus); "
+        "the relevance gate keeps the raw cosine (evaluation/results/italian-cross-language-s9.md).",
+    )
 
 
 class RerankSettings(_Group):

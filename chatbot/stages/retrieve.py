@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -14,9 +14,25 @@ from corpus.segmenter import embedding_text
 class DenseRetriever:
     """Bi-encoder top-k from the vector index."""
 
-    def __init__(self, index: SegmentIndex, embedder) -> None:
+    def __init__(
+        self,
+        index: SegmentIndex,
+        embedder,
+        cross_language_offset: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None,
+        language_of: Callable[[str], str] | None = None,
+    ) -> None:
+        """``cross_language_offset`` (retrieval.cross_language_offset, or a function that reads it at each
+        search): {question language: δ added to the cosine of passages in another language}."""
         self.index = index
         self.embedder = embedder
+        self.cross_language_offset = cross_language_offset
+        self.language_of = language_of or question_language
+
+    @property
+    def offsets(self) -> dict[str, float]:
+        given = self.cross_language_offset
+        given = given() if callable(given) else given
+        return {k: float(v) for k, v in (given or {}).items() if float(v) != 0.0}
 
     def __call__(self, text: str, k: int = 50) -> list[Hit]:
         return self.batch([text], k)[0]
@@ -24,14 +40,14 @@ class DenseRetriever:
     def batch(self, texts: Sequence[str], k: int = 50) -> list[list[Hit]]:
         raw = getattr(self.embedder, "raw", None)
         if raw is None:
-            return self._search(self.embedder.embed_queries(list(texts)), k)
+            return self._search(self.embedder.embed_queries(list(texts)), k, texts)
         # A query adapter (chatbot/query_adapter.py) orders the hits; detail["dense"] keeps the raw e5 cosine,
         # which the relevance gate and the safety threshold were calibrated on.
         raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
-        hits = self._search(self.embedder.adapt(raw_q, list(texts)), k)
+        hits = self._search(self.embedder.adapt(raw_q, list(texts)), k, texts)
         for q, row in zip(raw_q, hits, strict=True):
             for h, v in zip(row, self.index.vectors_of([h.segment.id for h in row]), strict=True):
-                h.detail["dense_adapted"] = h.score
+                h.detail["dense_adapted"] = h.detail["dense"]
                 h.detail["dense"] = float(q @ v)
         return hits
 
@@ -39,12 +55,53 @@ class DenseRetriever:
         """Top-k for a vector already made (a HyDoc average, a question embedded once and reused)."""
         return self._search(np.asarray(vector)[None, :], k)[0]
 
-    def _search(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+    def _search(self, vectors: np.ndarray, k: int, texts: Sequence[str] | None = None) -> list[list[Hit]]:
         hits = self.index.search_vectors(vectors, k)
         for row in hits:
             for h in row:
                 h.detail["dense"] = h.score  # the fusion reranker reads the bi-encoder score from here
+        offsets = self.offsets
+        if not offsets or texts is None:
+            return hits
+        for i, text in enumerate(texts):
+            language = self.language_of(text)
+            delta = offsets.get(language, 0.0)
+            if delta and self._other_language_present(language, hits[i]):
+                hits[i] = self._offset_search(np.asarray(vectors)[i], k, language, delta)
         return hits
+
+    def _other_language_present(self, language: str, hits: Sequence[Hit]) -> bool:
+        """Whether any passage of the index is in another language than ``language`` (else the offset is a
+        no-op and no deeper search is needed)."""
+        if any(h.segment.language != language for h in hits):
+            return True
+        check = getattr(self.index, "has_language_other_than", None)
+        return True if check is None else bool(check(language))
+
+    def _offset_search(self, vector: np.ndarray, k: int, language: str, delta: float) -> list[Hit]:
+        """Top-k by cosine + ``delta`` for passages not in ``language``: fetches deeper until no unseen passage
+        (cosine at most the last one fetched, so at most that + max(delta, 0)) can enter the top k."""
+        fetch = max(2 * k, k + 10)
+        while True:
+            row = self.index.search_vectors(vector[None, :], fetch)[0]
+            for h in row:
+                h.detail["dense"] = h.score
+                if h.segment.language != language:
+                    h.detail["cross_language_offset"] = delta
+                    h.score += delta
+            ranked = sorted(row, key=lambda h: -h.score)
+            exhausted = len(row) < fetch
+            if exhausted or len(ranked) < k or (row[-1].detail["dense"] + max(delta, 0.0) <= ranked[k - 1].score):
+                return ranked[:k]
+            fetch *= 4
+
+
+def question_language(text: str, min_confidence: float = 0.5) -> str:
+    """The question's language as the reranker choice reads it (too few clues: English)."""
+    from chatbot.language import detect_language
+
+    language = detect_language(text, min_confidence=min_confidence).language
+    return "en" if language == "unknown" else language
 
 
 def _tokenize(texts: Sequence[str]) -> list[list[str]]:
