@@ -125,7 +125,7 @@ def test_real_index_language_check_and_offset(tmp_path) -> None:
 
     embedder = KeywordEmbedder()
     docs = [
-        Document(id="it-card", text="asthma asthma fever", title="Scheda", source_url="https://x.org/it", language="it"),
+        Document(id="it-card", text="asthma asthma fever", title="Scheda", source_url="https://x.it", language="it"),
         Document(id="en-card", text="asthma fever", title="Card", source_url="https://x.org/en", language="en"),
     ]
     index = SegmentIndex(make_client(tmp_path / "db"), "xl-test", embedder)
@@ -140,3 +140,28 @@ def test_real_index_language_check_and_offset(tmp_path) -> None:
     assert [round(h.detail["dense"], 3) for h in hits] == [0.949, 1.0]
     english = DenseRetriever(index, embedder, {"it": 0.06}, lambda text: "en")("asthma asthma fever", k=2)
     assert [h.segment.doc_id for h in english] == ["it-card", "en-card"]
+
+
+def test_the_gate_sees_the_raw_order_when_an_offset_moved_the_links() -> None:
+    from chatbot.pipeline import RetrievalResult, Services
+    from chatbot.settings import Settings
+    from chatbot.stages.relevance import raw_order_view
+
+    services = Services(Settings())
+    index = BasisIndex(["it", "it", "en", "it", "it"])
+    seg = index.segments
+
+    def hit(i: int, dense: float, delta: float = 0.0) -> Hit:
+        detail = {"dense": dense, **({"cross_language_offset": delta} if delta else {})}
+        return Hit(seg[i], dense + delta, detail)
+
+    # what the offset produced: the English card (raw 0.84) first, the third Italian card (0.846) fourth
+    moved = [hit(2, 0.84, 0.02), hit(0, 0.849), hit(1, 0.848), hit(3, 0.846), hit(4, 0.838)]
+    result = RetrievalResult(IT_Q, moved, moved, moved[:3])
+    view = raw_order_view(result, services)
+    assert [h.segment.id for h in view.top] == ["s0", "s1", "s3"]
+    assert [h.score for h in view.top] == [0.849, 0.848, 0.846]
+    assert [h.segment.id for h in result.top] == ["s2", "s0", "s1"]  # the links themselves are left as they are
+    unmoved = [hit(0, 0.849), hit(1, 0.848), hit(3, 0.846)]
+    plain = RetrievalResult(EN_Q, unmoved, unmoved, unmoved)
+    assert raw_order_view(plain, services) is plain

@@ -22,6 +22,21 @@ def without_urgent_fillers(result: RetrievalResult, services: Services) -> list[
     return kept[: services.settings.retrieval.top_n]
 
 
+def raw_order_view(result: RetrievalResult, services: Services) -> RetrievalResult:
+    """The result as the gate was fitted on it: when retrieval.cross_language_offset moved other-language
+    passages up, the candidates in the bi-encoder's raw order (its top documents, without urgent fillers);
+    otherwise ``result`` itself. The offset changes what is linked, not whether the question is answered."""
+    from chatbot.stages.rerank import best_per_document
+
+    if not any("cross_language_offset" in h.detail for h in result.candidates):
+        return result
+    raw = [Hit(h.segment, h.detail.get("dense", h.score), dict(h.detail)) for h in result.candidates]
+    ranked = best_per_document(raw)
+    view = RetrievalResult(result.question, raw, ranked, ranked[: services.settings.retrieval.top_n])
+    view.top = without_urgent_fillers(view, services)
+    return view
+
+
 def relevance(
     top: list[Hit], services: Services, language: str = "en", positive: str | None = None
 ) -> tuple[str | None, float | None, float | None]:
@@ -62,6 +77,7 @@ def gate(
     from chatbot.stages.relevance_gate import describe, load_gate
 
     safety = services.settings.safety
+    result = raw_order_view(result, services)
     name, score, threshold = relevance(result.top, services, language, positive=positive)
     by_threshold = bool(result.top) and (score is None or threshold is None or score >= threshold)
     trace: dict[str, Any] = {
