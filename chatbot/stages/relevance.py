@@ -28,7 +28,7 @@ def raw_order_view(result: RetrievalResult, services: Services) -> RetrievalResu
     otherwise ``result`` itself. The offset changes what is linked, not whether the question is answered."""
     from chatbot.stages.rerank import best_per_document
 
-    if not any("cross_language_offset" in h.detail for h in result.candidates):
+    if not any("cross_language_offset" in h.detail for h in getattr(result, "candidates", ())):
         return result
     raw = [Hit(h.segment, h.detail.get("dense", h.score), dict(h.detail)) for h in result.candidates]
     ranked = best_per_document(raw)
