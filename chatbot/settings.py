@@ -187,11 +187,10 @@ class RetrievalSettings(_Group):
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
     cross_language_offset: dict[str, float] = Field(
-        default={"it": 0.03},
-        description="{question language: delta} added to other-language passages' cosine (English cards, Italian "
-        "questions); the gate reads the raw order. it 0.03: heldout-v3 Italian reply recall 0.511 -> "
-        "0.611; the Italian coffee question gets the English card "
-        "(evaluation/results/italian-cross-language-s9.md). {}: off.",
+        default={},
+        description="{question language: delta} added to other-language passages' cosine; the gate reads the raw "
+        "order. {} (off): {'it': 0.03} links more English cards for Italian questions (n.s. on dev) but cost the "
+        "Italian coffee question its card (italian-cross-language-s9.md).",
     )
 
 

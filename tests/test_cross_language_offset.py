@@ -104,7 +104,7 @@ def test_services_read_the_setting_at_each_search() -> None:
     from chatbot.settings import Settings
 
     settings = Settings()
-    assert settings.retrieval.cross_language_offset == {"it": 0.03}  # the default (italian-cross-language-s9.md)
+    assert settings.retrieval.cross_language_offset == {}  # off by default (italian-cross-language-s9.md)
     services = Services(settings)
     services.__dict__["query_embedder"] = BasisEmbedder({IT_Q: COMPONENTS, EN_Q: COMPONENTS})
     services.__dict__["index"] = BasisIndex(LANGS)
