@@ -155,10 +155,10 @@ class EmbeddingSettings(_Group):
         default="passage: ", description="endpoint only: prepended to segments (e5 models need 'passage: ')."
     )
     query_adapter: str = Field(
-        default="none",
-        description='Trained linear map of e5-onnx RETRIEVAL question vectors (models/query_adapter): "shipped", '
-        "a folder, or none. Passages and indexes unchanged; the red-flag screen, answer scorer, memory and the "
-        "relevance gate's cosines keep raw e5. Costs one 384x384 product per question (query-adapter.md).",
+        default="auto",
+        description='Trained linear map of e5-onnx RETRIEVAL question vectors (models/query_adapter): "auto" (the '
+        'shipped one when embedding.model is e5-onnx, else none), "shipped", a folder, or none. Passages, indexes, '
+        "red flags and the gate's cosines keep raw e5; one 384x384 product per question (query-adapter.md).",
     )
     query_adapter_languages: list[str] = Field(
         default=["it"],
