@@ -56,14 +56,15 @@ class Services:
     @cached_property
     def query_embedder(self):
         """The embedder for RETRIEVAL question vectors: ``embedder`` through the trained query adapter when
-        embedding.query_adapter names one (chatbot/query_adapter.py; "auto": the shipped one for e5-onnx), else
-        ``embedder`` itself."""
+        embedding.query_adapter names one (chatbot/query_adapter.py; "auto": the shipped one when the embedder is
+        the e5-onnx it was trained for), else ``embedder`` itself."""
+        from chatbot.query_adapter import BASE_EMBEDDER as ADAPTER_BASE
         from chatbot.query_adapter import retrieval_embedder
         from chatbot.resources import shipped_model
 
         setting = self.settings.embedding.query_adapter.strip()
-        if setting.lower() == "auto":  # the shipped adapter is trained on e5-onnx vectors: others go without
-            setting = "shipped" if self.settings.embedding.model == "e5-onnx" else "none"
+        if setting.lower() == "auto":  # the shipped adapter fits e5-onnx's vectors only: other embedders go without
+            setting = "shipped" if getattr(self.embedder, "name", None) == ADAPTER_BASE else "none"
         if setting.lower() == "shipped":
             setting = str(shipped_model("query_adapter"))
         return retrieval_embedder(self.embedder, setting, languages=self.settings.embedding.query_adapter_languages)

@@ -191,22 +191,27 @@ def test_services_wire_the_adapter_into_retrieval_not_into_the_red_flag_path(tmp
     assert off.query_embedder is base
 
 
-def test_auto_uses_the_shipped_adapter_for_e5_onnx_only() -> None:
+def test_auto_uses_the_shipped_adapter_with_the_embedder_it_was_trained_for_only() -> None:
     from chatbot.pipeline import Services
     from chatbot.settings import Settings
 
     settings = Settings()
     assert settings.embedding.query_adapter == "auto" and settings.embedding.model == "e5-onnx"  # the defaults
-    base = FakeEmbedder({"q": [0.8, 0.6, 0.0]})
-    base.name = "multilingual-e5-small-onnx-int8"  # what the shipped adapter was trained for
+    base = FakeEmbedder({"q": [0.8, 0.6, 0.0]})  # named as the e5-onnx embedder the adapter was trained for
     on = Services(settings)
     on.__dict__["embedder"] = base
     assert isinstance(on.query_embedder, AdaptedEmbedder) and on.query_embedder.languages == ("it",)
     np.testing.assert_array_equal(on.query_embedder.adapter.weight, load_adapter(SHIPPED).weight)
-    settings.embedding.model = "minilm"  # another embedder: no adapter rather than a mismatch error
-    other = Services(settings)
-    other.__dict__["embedder"] = FakeEmbedder({"q": [0.8, 0.6, 0.0]})
-    assert other.query_embedder is other.embedder
+    minilm = FakeEmbedder({"q": [0.8, 0.6, 0.0]})
+    minilm.name = "all-MiniLM-L6-v2"
+    other = Services(settings)  # another embedder: no adapter rather than a mismatch error
+    other.__dict__["embedder"] = minilm
+    assert other.query_embedder is minilm
+    settings.embedding.query_adapter = "shipped"  # asked for by name: the mismatch is an error
+    forced = Services(settings)
+    forced.__dict__["embedder"] = minilm
+    with pytest.raises(AdapterError, match="was trained for 'multilingual-e5-small-onnx-int8', not for embedder"):
+        _ = forced.query_embedder
 
 
 # ------------------------------------------------------------------------------- the shipped adapter
