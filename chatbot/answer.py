@@ -8,6 +8,7 @@ from typing import Any
 
 from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome
 from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
+from chatbot.index import Hit
 from chatbot.pipeline import Services, optional_llm, run_pipeline, stage_event
 from chatbot.question_input import InvalidQuestion, validate_question
 from chatbot.stages.relevance import gate, threshold_for, without_urgent_fillers
@@ -147,8 +148,10 @@ def _answer(
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
     from chatbot.stages.answer_first import answer_model_for
+    from chatbot.stages.answer_pool import compose_with_pool, pool_candidate
     from chatbot.stages.compose import compose_reply
     from chatbot.stages.generative import pragmatic_context
+    from chatbot.stages.redflags import urgent_card_ids
     from chatbot.stages.support import support_scorer
 
     ccfg = services.settings.compose
@@ -165,24 +168,36 @@ def _answer(
             if kind == "cross-encoder"
             else threshold_for(ccfg.support_threshold, services, "compose.support_threshold")
         )
-    composed = compose_reply(
-        query,  # links, addresses and markup removed: the composer and the LLM never see them
-        result.top,
-        embedder=services.embedder,
-        settings=ccfg,
-        language=reply_lang,
-        llm=llm,
-        scorer=scorer,
-        scorer_kind=kind,
-        support_threshold=support_threshold,
-        context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
-        document_segments=segments_filter(
-            services.index.document_segments, services
-        ),  # the answer may sit beside the retrieved segment
-        answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
-        # an exclusion question's reply leaves out the sentences that name what the patient excluded
-        exclude=chosen.mentions_excluded if chosen.excluded else None,
-    )
+
+    def compose(hits: list[Hit]) -> Any:
+        return compose_reply(
+            query,  # links, addresses and markup removed: the composer and the LLM never see them
+            hits,
+            embedder=services.embedder,
+            settings=ccfg,
+            language=reply_lang,
+            llm=llm,
+            scorer=scorer,
+            scorer_kind=kind,
+            support_threshold=support_threshold,
+            context=pragmatic_context(result.info),  # the cot pipeline's analysis of the question, if any
+            document_segments=segments_filter(
+                services.index.document_segments, services
+            ),  # the answer may sit beside the retrieved segment
+            answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
+            # an exclusion question's reply leaves out the sentences that name what the patient excluded
+            exclude=chosen.mentions_excluded if chosen.excluded else None,
+        )
+
+    # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)
+    # (answer-first extractive replies only, which name their answering document; not an exclusion question's links)
+    pool = services.settings.retrieval.answer_pool
+    if pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.excluded:
+        urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
+        extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
+    else:
+        extra = None
+    composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
     if not composed.text:

@@ -192,6 +192,12 @@ class RetrievalSettings(_Group):
         "order. {} (off): {'it': 0.03} links more English cards for Italian questions (n.s. on dev) but cost the "
         "Italian coffee question its card (italian-cross-language-s9.md).",
     )
+    answer_pool: dict[str, float] = Field(
+        default={},
+        description="{question language: delta}: the best other-language candidate within delta of the lowest "
+        "link's cosine joins the composer's pool and is linked first only when it answers "
+        "(italian-answer-pool-s9.md).",
+    )
 
 
 class RerankSettings(_Group):
