@@ -193,10 +193,10 @@ class RetrievalSettings(_Group):
         "Italian coffee question its card (italian-cross-language-s9.md).",
     )
     answer_pool: dict[str, float] = Field(
-        default={},
+        default={"it": 0.02},
         description="{question language: delta}: the best other-language candidate within delta of the lowest "
-        "link's cosine joins the composer's pool and is linked first only when it answers "
-        "(italian-answer-pool-s9.md).",
+        "link's cosine joins the composer's pool, linked first only if it answers: English cards can answer "
+        "Italian questions, Italian links stay unless beaten (dev +1, none lost); {} off (italian-answer-pool-s9.md).",
     )
 
 
