@@ -9,19 +9,12 @@ from chatbot.stages.answer_pool import compose_with_pool, pool_candidate
 from chatbot.stages.compose import compose_reply
 from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 from corpus.model import Segment
+from tests.segments import seg as make_seg
 
 
 def seg(doc_id: str, heading: str, text: str, title: str, language: str) -> Segment:
-    return Segment(
-        id=f"{doc_id}#0",
-        doc_id=doc_id,
-        text=text,
-        title=title,
-        source_url=f"https://example.org/{doc_id}",
-        position=0,
-        heading=heading,
-        language=language,
-    )
+    """tests.segments.seg in this file's argument order (heading first, as the cards read)."""
+    return make_seg(doc_id, text, title=title, language=language, heading=heading)
 
 
 FOLATO = seg("folato", "Quanto prenderne", "Prendi 400 microgrammi di acido folico al giorno.", "Acido folico", "it")
