@@ -175,6 +175,9 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "any_key_fact": round(float(np.mean([r["recall"] > 0.0 for r in rows])), 3),
         "first_link_is_card": round(float(np.mean([r["first_link_ok"] for r in rows])), 3),
         "refused": sum(r["status"] == "no_certified_info" for r in rows),
+        # of those, the ones the red-flag screen answered with its urgent message (the patient was not left without
+        # a response; the composed part was refused)
+        "refused_urgent": sum(r["status"] == "no_certified_info" and bool(r.get("urgent")) for r in rows),
         "not_answered": sum(r["status"] != "answered" for r in rows),
         "reply_chars_mean": round(float(np.mean([r["reply_chars"] for r in answered])), 1) if answered else 0.0,
         "compose_ms": _percentiles(compose),
@@ -198,6 +201,13 @@ def run_replies(
     return {"summary": {"all": summarise(rows), "by_language": by_language, "by_type": by_type}, "rows": rows}
 
 
+def _refused_cell(s: dict[str, Any]) -> str:
+    """'18 (6 urgent)': refusals, and how many of them showed the red-flag screen's urgent message (reports written
+    before that count existed re-render as they were)."""
+    urgent = s.get("refused_urgent")
+    return f"{s['refused']} ({urgent} urgent)" if urgent else str(s["refused"])
+
+
 def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
     # reports written before "any key fact" existed re-render as they were (tests/test_report.py)
     has_any = any("any_key_fact" in s for s in groups.values())
@@ -214,7 +224,7 @@ def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
         lines.append(
             f"| {name} | {s['n']} | {s['key_fact_recall']:.3f} |{any_cell} {s['opens_with_key_fact']:.3f} | "
             f"{s['all_key_facts']:.3f} | "
-            f"{s['first_link_is_card']:.3f} | {s['refused']} | {s['reply_chars_mean']:.0f} | "
+            f"{s['first_link_is_card']:.3f} | {_refused_cell(s)} | {s['reply_chars_mean']:.0f} | "
             f"{s['compose_ms']['p50']:.0f} | {s['compose_ms']['p90']:.0f} |"
         )
     return lines
@@ -224,7 +234,7 @@ _SIDE_BY_SIDE = (
     ("key-fact recall", lambda s: f"{s['key_fact_recall']:.3f}"),
     ("any key fact", lambda s: f"{s.get('any_key_fact', 0.0):.3f}"),
     ("opens with it", lambda s: f"{s['opens_with_key_fact']:.3f}"),
-    ("refused", lambda s: str(s["refused"])),
+    ("refused", lambda s: _refused_cell(s)),
     ("chars (mean)", lambda s: f"{s['reply_chars_mean']:.0f}"),
     ("compose p50 ms", lambda s: f"{s['compose_ms']['p50']:.0f}"),
     ("compose p90 ms", lambda s: f"{s['compose_ms']['p90']:.0f}"),

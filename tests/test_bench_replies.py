@@ -9,6 +9,8 @@ import pytest
 
 from evaluation.bench_replies import (
     DEFAULT_CARDS,
+    ReplyItem,
+    _table,
     load_reply_set,
     phrases_found,
     run_replies,
@@ -172,3 +174,15 @@ def test_a_bad_versus_override_is_an_error_before_anything_runs(tmp_path: Path, 
     assert main_replies(args) == 2
     assert "compose has no setting 'no_such'" in capsys.readouterr().err
     assert not list(tmp_path.glob("replies-*"))
+
+
+def test_a_refusal_that_showed_the_urgent_message_is_counted_apart() -> None:
+    item = ReplyItem("r1", "en", "how_much", "q", "en-preg-caffeine", ("200 milligrams",))
+    urgent = score_item(
+        item, {"status": "no_certified_info", "urgent": True, "reply": "URGENT: call 999.", "links": []}
+    )
+    plain = score_item(item, {"status": "no_certified_info", "reply": "No certified information.", "links": []})
+    s = summarise([urgent, plain])
+    assert (s["refused"], s["refused_urgent"], s["key_fact_recall"]) == (2, 1, 0.0)
+    assert "| 2 (1 urgent) |" in "\n".join(_table({"all": s}, "language"))
+    assert "| 2 |" in "\n".join(_table({"all": {**s, "refused_urgent": 0}}, "language"))
