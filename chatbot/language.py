@@ -132,6 +132,13 @@ def detect_language(text: str, fallback: str | None = None, min_confidence: floa
     return LanguageGuess(served, served_conf, fallback, _rounded(scores))
 
 
+def question_language(text: str, min_confidence: float = 0.5) -> str:
+    """The language a question is routed by (reranker, query adapter, cross-language offset): ``detect_language``'s,
+    read as English when there are too few clues."""
+    language = detect_language(text, min_confidence=min_confidence).language
+    return "en" if language == "unknown" else language
+
+
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
     """The three highest confidences, rounded (for the answer trace)."""
     top = sorted(scores.items(), key=lambda kv: -kv[1])[:3]

@@ -96,7 +96,7 @@ class Services:
 
     @cached_property
     def dense(self) -> DenseRetriever:
-        from chatbot.stages.retrieve import question_language
+        from chatbot.language import question_language
 
         language_of = partial(question_language, min_confidence=self.settings.safety.language_min_confidence)
         # retrieval.cross_language_offset is read at each search (`eval replies --versus` changes settings)
@@ -168,11 +168,10 @@ class Services:
         reranker = self.reranker
         if not isinstance(reranker, CrossEncoderReranker):
             return reranker, getattr(reranker, "note", None)
-        from chatbot.language import detect_language
+        from chatbot.language import question_language
 
         allowed = self.settings.rerank.cross_encoder_languages
-        language = detect_language(question, min_confidence=self.settings.safety.language_min_confidence).language
-        language = "en" if language == "unknown" else language  # too few clues: read as English
+        language = question_language(question, self.settings.safety.language_min_confidence)
         if self.settings.rerank.language_models.get(language) == "none":
             return None, f"question language {language}: first-stage order kept (rerank.language_models)"
         own = self.language_cross_encoder(language)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from chatbot.language import question_language
 from chatbot.onnx_files import file_sha256
 
 BASE_EMBEDDER = "multilingual-e5-small-onnx-int8"
@@ -133,13 +134,6 @@ def _cached(folder: str, embedder_name: str | None) -> QueryAdapter:
     return load_adapter(Path(folder), embedder_name)
 
 
-def _language(text: str) -> str:
-    from chatbot.language import detect_language
-
-    language = detect_language(text).language
-    return "en" if language == "unknown" else language  # too few clues: read as English, as the reranker does
-
-
 class AdaptedEmbedder:
     """An embedder whose QUESTION vectors go through the adapter; passages (and ``name``, which pins an index to
     the model that built it) stay the base embedder's. ``raw`` is the base embedder. ``languages``: only
@@ -158,7 +152,7 @@ class AdaptedEmbedder:
         raw_vectors = np.asarray(raw_vectors, dtype=np.float32)
         if not self.adapter.per_language and self.languages is None:
             return self.adapter.apply(raw_vectors)
-        languages = [_language(t) for t in texts]
+        languages = [question_language(t) for t in texts]
         out = self.adapter.apply(raw_vectors, [lang == "it" for lang in languages])
         if self.languages is not None:
             keep = [lang not in self.languages for lang in languages]

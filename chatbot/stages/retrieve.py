@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from chatbot.index import Hit, SegmentIndex
+from chatbot.language import question_language
 from corpus.model import Segment
 from corpus.segmenter import embedding_text
 
@@ -94,14 +95,6 @@ class DenseRetriever:
             if exhausted or len(ranked) < k or (row[-1].detail["dense"] + max(delta, 0.0) <= ranked[k - 1].score):
                 return ranked[:k]
             fetch *= 4
-
-
-def question_language(text: str, min_confidence: float = 0.5) -> str:
-    """The question's language as the reranker choice reads it (too few clues: English)."""
-    from chatbot.language import detect_language
-
-    language = detect_language(text, min_confidence=min_confidence).language
-    return "en" if language == "unknown" else language
 
 
 def _tokenize(texts: Sequence[str]) -> list[list[str]]:
