@@ -289,3 +289,26 @@ def test_real_index_vectors_of_and_adapted_dense_retrieval(tmp_path: Path) -> No
     assert [round(h.detail["dense"], 4) for h in hits] == [0.0, 1.0]  # raw e5-style cosines of those links
     assert [round(h.detail["dense_adapted"], 4) for h in hits] == [1.0, 0.0]
     assert [h.segment.doc_id for h in DenseRetriever(index, fake_embedder)("asthma", k=2)] == ["a", "c"]
+
+
+def test_a_question_the_adapter_leaves_alone_keeps_the_search_cosine_without_refetching_vectors(tmp_path: Path) -> None:
+    class CountingIndex(FakeIndex):
+        fetched = 0
+
+        def vectors_of(self, ids):
+            CountingIndex.fetched += 1
+            return super().vectors_of(ids)
+
+    en_q, it_q = "What is the flu and how is it treated?", "Che cos'è l'influenza e come si cura?"
+    base = FakeEmbedder({en_q: [0.8, 0.6, 0.0], it_q: [0.8, 0.6, 0.0]})
+    save_adapter(tmp_path, np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]]), np.zeros(3))
+    retriever = DenseRetriever(CountingIndex(), retrieval_embedder(base, str(tmp_path), languages=["it"]))
+    english = retriever(en_q, k=2)
+    assert [h.segment.id for h in english] == ["s0", "s1"] and CountingIndex.fetched == 0
+    assert [(round(h.detail["dense"], 4), round(h.detail["dense_adapted"], 4)) for h in english] == [
+        (0.8, 0.8),
+        (0.6, 0.6),
+    ]
+    italian = retriever(it_q, k=2)
+    assert [h.segment.id for h in italian] == ["s1", "s0"] and CountingIndex.fetched == 1
+    assert [round(h.detail["dense"], 4) for h in italian] == [0.6, 0.8]  # the raw cosines, fetched once

@@ -45,11 +45,15 @@ class DenseRetriever:
         # A query adapter (chatbot/query_adapter.py) orders the hits; detail["dense"] keeps the raw e5 cosine,
         # which the relevance gate and the safety threshold were calibrated on.
         raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
-        hits = self._search(self.embedder.adapt(raw_q, list(texts)), k, texts)
-        for q, row in zip(raw_q, hits, strict=True):
-            for h, v in zip(row, self.index.vectors_of([h.segment.id for h in row]), strict=True):
+        adapted = self.embedder.adapt(raw_q, list(texts))
+        hits = self._search(adapted, k, texts)
+        moved = ~np.all(adapted == raw_q, axis=1)  # a question the adapter left alone (English) has its raw cosine
+        for q, row, was_moved in zip(raw_q, hits, moved, strict=True):
+            vectors = self.index.vectors_of([h.segment.id for h in row]) if was_moved else [None] * len(row)
+            for h, v in zip(row, vectors, strict=True):
                 h.detail["dense_adapted"] = h.detail["dense"]
-                h.detail["dense"] = float(q @ v)
+                if v is not None:
+                    h.detail["dense"] = float(q @ v)
         return hits
 
     def search_vector(self, vector: np.ndarray, k: int = 50) -> list[Hit]:
