@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 from pathlib import Path
 
@@ -20,27 +19,8 @@ import numpy as np
 
 from chatbot.query_adapter import load_adapter
 from chatbot.resources import shared_data_dir
+from chatbot.training.query_adapter import ranking_metrics
 from chatbot.training.query_adapter_data import CACHE_DIR, medquad_pool, questions_of
-
-
-def per_query(scores: np.ndarray, seg_doc: list[str], relevant: dict[str, int]) -> dict[str, float]:
-    """nDCG@10, P@3, MRR@10, R@50 of the documents ranked by their best segment."""
-    docs: list[str] = []
-    for i in np.argsort(-scores, kind="stable"):
-        if seg_doc[i] not in docs:
-            docs.append(seg_doc[i])
-            if len(docs) == 50:
-                break
-    gains = [2 ** relevant.get(d, 0) - 1 for d in docs[:10]]
-    ideal = sorted((2**g - 1 for g in relevant.values()), reverse=True)[:10]
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return {
-        "nDCG@10": dcg / idcg if idcg else 0.0,
-        "P@3": sum(d in relevant for d in docs[:3]) / 3,
-        "MRR@10": next((1 / (i + 1) for i, d in enumerate(docs[:10]) if d in relevant), 0.0),
-        "R@50": sum(d in relevant for d in docs) / len(relevant),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, vecs in (("dense", raw), ("dense+adapter", adapted)):
         for q, v in zip(questions, vecs, strict=True):
             rows.append(
-                {"query_id": q.qid, "pipeline": name, **per_query(corpus.vectors @ v, corpus.seg_doc, q.positives)}
+                {
+                    "query_id": q.qid,
+                    "pipeline": name,
+                    **ranking_metrics(corpus.vectors @ v, corpus.seg_doc, q.positives, depth=50),
+                }
             )
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / f"{args.name}.per_query.jsonl").open("w", encoding="utf-8") as fh:

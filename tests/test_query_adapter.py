@@ -312,3 +312,15 @@ def test_a_question_the_adapter_leaves_alone_keeps_the_search_cosine_without_ref
     italian = retriever(it_q, k=2)
     assert [h.segment.id for h in italian] == ["s1", "s0"] and CountingIndex.fetched == 1
     assert [round(h.detail["dense"], 4) for h in italian] == [0.6, 0.8]  # the raw cosines, fetched once
+
+
+def test_ranking_metrics_rank_documents_by_their_best_segment() -> None:
+    from chatbot.training.query_adapter import ranking_metrics
+
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5], dtype=np.float32)
+    seg_doc = ["a", "a", "b", "c", "d"]  # documents a, b, c, d in that order (a's second segment is not a new one)
+    got = ranking_metrics(scores, seg_doc, {"b": 2, "d": 1})
+    ideal = 3 + 1 / np.log2(3)
+    expected = {"nDCG@10": (3 / np.log2(3) + 1 / np.log2(5)) / ideal, "P@3": 1 / 3, "MRR@10": 0.5, "R@10": 1.0}
+    assert got == pytest.approx(expected)
+    assert ranking_metrics(scores, seg_doc, {"b": 2, "d": 1}, depth=3)["R@3"] == 0.5  # d ranks fourth

@@ -25,28 +25,36 @@ from chatbot.resources import shared_data_dir, workspace_root
 from chatbot.training.query_adapter_data import Corpus, Example, load_questions_and_corpora, mine
 
 
+def ranking_metrics(
+    scores: np.ndarray, seg_doc: list[str], relevant: dict[str, int], depth: int = 10
+) -> dict[str, float]:
+    """nDCG@10 (gains 2^grade - 1), P@3, MRR@10 and R@``depth`` of the documents ranked by their best segment."""
+    docs: list[str] = []
+    for i in np.argsort(-scores, kind="stable"):
+        if seg_doc[i] not in docs:
+            docs.append(seg_doc[i])
+            if len(docs) == depth:
+                break
+    gains = [2 ** relevant.get(d, 0) - 1 for d in docs[:10]]
+    ideal = sorted((2**g - 1 for g in relevant.values()), reverse=True)[:10]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return {
+        "nDCG@10": dcg / idcg if idcg else 0.0,
+        "P@3": sum(d in relevant for d in docs[:3]) / 3,
+        "MRR@10": next((1 / (i + 1) for i, d in enumerate(docs[:10]) if d in relevant), 0.0),
+        f"R@{depth}": sum(d in relevant for d in docs) / len(relevant) if relevant else 0.0,
+    }
+
+
 def doc_metrics(q_vecs: np.ndarray, examples: list[Example], corpora: dict[str, Corpus]) -> dict[str, dict]:
     """Per group: mean nDCG@10, P@3, MRR@10 of exact search (best segment per document) over its corpus."""
-    rows: dict[str, list[tuple[float, float, float]]] = {}
+    names = ("nDCG@10", "P@3", "MRR@10")
+    rows: dict[str, list[tuple[float, ...]]] = {}
     for v, ex in zip(q_vecs, examples, strict=True):
         c = corpora[ex.question.corpus]
-        order = np.argsort(-(c.vectors @ v), kind="stable")
-        docs: list[str] = []
-        for i in order:
-            d = c.seg_doc[i]
-            if d not in docs:
-                docs.append(d)
-                if len(docs) == 10:
-                    break
-        rel = ex.question.positives
-        gains = [(2 ** rel.get(d, 0) - 1) for d in docs]
-        ideal = sorted((2**g - 1 for g in rel.values()), reverse=True)[:10]
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-        p3 = sum(1 for d in docs[:3] if d in rel) / 3
-        rr = next((1 / (i + 1) for i, d in enumerate(docs) if d in rel), 0.0)
-        rows.setdefault(ex.question.group, []).append((dcg / idcg if idcg else 0.0, p3, rr))
-    names = ("nDCG@10", "P@3", "MRR@10")
+        m = ranking_metrics(c.vectors @ v, c.seg_doc, ex.question.positives)
+        rows.setdefault(ex.question.group, []).append(tuple(m[k] for k in names))
     out = {g: dict(zip(names, np.mean(r, axis=0).round(4).tolist(), strict=True)) for g, r in rows.items()}
     for g, r in rows.items():
         out[g]["n"] = len(r)
