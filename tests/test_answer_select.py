@@ -517,3 +517,97 @@ def test_an_italian_question_is_answered_from_the_english_card_that_names_what_i
     # with the patient's language only, nothing changes: the Italian card answers with its own words
     out = compose_answer_first(question, hits(FOLATO), "it", document_segments=lambda doc_id: [])
     assert out.text.startswith("Prendi 400 microgrammi di acido folico al giorno.")
+
+
+def test_cues_of_session_10_an_action_said_as_a_need_or_a_remedy_a_usual_course_a_mechanism() -> None:
+    # what to do, said as what the situation needs, or as what helps; an imperative after a full stop inside a
+    # list item; neither adds to an instruction, and a need of something else ("which needs treatment") is none
+    assert cue_score("what_to_do", "A temperature of 38°C or more needs urgent medical assessment the same day.") == 1.0
+    assert cue_score("what_to_do", "Sotto i 3 mesi la febbre richiede una valutazione medica urgente.") == 1.0
+    assert cue_score("what_to_do", "Letting a little milk dry on the nipple can help them heal.") == 0.4
+    assert cue_score("what_to_do", "Keep active, as walking can help your bowels.") == 0.7
+    assert cue_score("what_to_do", "- Under 3 months: see above. Contact your GP urgently.") == 1.0
+    assert cue_score("what_to_do", "Flaky nipples may be thrush, which needs treatment.") == 0.0
+    # how long: the usual course ("usually") adds to a duration
+    assert cue_score("how_long", "It usually falls off between one and three weeks after birth.") == 0.8
+    assert cue_score("how_long", "Contact your midwife if it has not come off after about three weeks.") == 0.5
+    # why: a mechanism said with a gerund or "can make"
+    assert cue_score("why", "The womb presses on the blood vessels, reducing blood flow to the baby.") == 0.7
+    assert cue_score("why", "Iron tablets can also make poo harder.") == 0.7
+    assert question_type("fino a quanti mesi si allatta solo al seno?") == "how_long"
+
+
+FEVER = "Fever in babies"
+FEVER_MEASURE = seg(
+    "fever",
+    0,
+    "Measuring a temperature",
+    "A fever is a temperature of 38°C or higher. For babies, use a digital thermometer in the armpit, holding "
+    "the arm against the body until it beeps. A baby who feels hot may have a fever before you measure it.",
+    FEVER,
+)
+FEVER_AGE = seg(
+    "fever",
+    1,
+    "Age matters",
+    "Under 3 months, a temperature of 38°C or more needs urgent medical assessment the same day, even if your "
+    "baby feels well. Contact your GP urgently or go to an emergency department.",
+    FEVER,
+)
+
+
+def test_what_to_do_opens_with_what_the_situation_needs_not_how_to_measure() -> None:
+    out = compose_answer_first(
+        "my 6 week old feels hot and the thermometer says 38.2, what do I do",
+        hits(FEVER_MEASURE),
+        "en",
+        document_segments=lambda doc_id: [FEVER_MEASURE, FEVER_AGE],
+    )
+
+    # the need ("needs urgent medical assessment", and "urgent") outweighs the instruction on measuring that shares
+    # "thermometer" with the question; the instruction right after it ("Contact your GP urgently") follows
+    assert out.detail["answer"]["question_type"] == "what_to_do"
+    assert out.text == (
+        "Under 3 months, a temperature of 38°C or more needs urgent medical assessment the same day, even if your "
+        "baby feels well. Contact your GP urgently or go to an emergency department.\n\n"
+        "For babies, use a digital thermometer in the armpit, holding the arm against the body until it beeps."
+    )
+    assert out.detail["answer"]["parts"]["cue"] == 1.0
+
+
+CORD = "Umbilical cord care"
+CORD_CARE = seg(
+    "cord",
+    0,
+    "Keeping it clean",
+    "Keep the stump clean and dry. Contact your midwife if the stump is red, smells or has not come off after "
+    "about three weeks.",
+    CORD,
+)
+CORD_COURSE = seg(
+    "cord",
+    1,
+    "What to expect",
+    "Over the following days the stump dries out and darkens. It usually falls off on its own between one and three "
+    "weeks after birth.",
+    CORD,
+)
+
+
+def test_how_long_opens_with_the_usual_course_not_the_warning_sign() -> None:
+    out = compose_answer_first(
+        "how long until the cord stump drops off?",
+        hits(CORD_CARE),
+        "en",
+        document_segments=lambda doc_id: [CORD_CARE, CORD_COURSE],
+    )
+
+    # both say "three weeks" and "stump"; the usual course ("usually") answers how long and opens, the warning
+    # (a duration cue too) follows as support
+    assert out.detail["answer"]["question_type"] == "how_long"
+    assert out.text == (
+        "Over the following days the stump dries out and darkens. It usually falls off on its own between one and "
+        "three weeks after birth.\n\n"
+        "Contact your midwife if the stump is red, smells or has not come off after about three weeks."
+    )
+    assert out.detail["answer"]["parts"]["cue"] == 0.8

@@ -42,7 +42,7 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "how_long",
         re.compile(
             r"\bhow long\b|\bfor how many\b|\bquanto (?:\w+ )?dur\w*\b|\bquanto tempo\b|\bper quanto\b|"
-            r"\bfino a (?:quando|che)\b|\bper quant[ie]\b|\bquanto ci (?:mett\w+|vuole|vogliono)\b",
+            r"\bfino a (?:quando|che|quant[ie])\b|\bper quant[ie]\b|\bquanto ci (?:mett\w+|vuole|vogliono)\b",
             re.I,
         ),
     ),
@@ -158,6 +158,14 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
             0.5,
         ),
         (re.compile(_ORDINAL_TIME, re.I), 0.5),
+        # the usual course is what "how long" asks ("It usually falls off ... between one and three weeks after
+        # birth", not the warning "Contact ... if the stump has not come off after about three weeks")
+        (
+            re.compile(
+                r"\b(?:usually|normally|typically|di solito|solitamente|in genere|di norma|normalmente)\b", re.I
+            ),
+            0.3,
+        ),
     ),
     "when": (
         (re.compile(rf"\b(?:{_NUMBER}|{_NUMBER_WORDS})\s?{_DURATION}\b|{_UNIT_THEN_NUMBER}", re.I), 0.7),
@@ -176,8 +184,9 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
         (re.compile(r"\b(?:because|due to|so that|which is why|perché|poiché|a causa|dovut\w*)\b", re.I), 0.3),
         (
             re.compile(
-                r"\b(?:because|due to|linked to|leads? to|lead to|can cause|causes?|caused|so that|which is why|"
-                r"reduces?|lowers?|increases?|risk|protects?|hormones?|perché|poiché|a causa|dovut\w*|legat\w*|"
+                r"\b(?:because|due to|linked to|leads? to|lead to|can cause|causes?|caused|causing|so that|"
+                r"which is why|reduc(?:es?|ing)|lower(?:s|ing)?|increas(?:es?|ing)|can (?:also )?make|risk|"
+                r"protects?|hormones?|perché|poiché|a causa|dovut\w*|legat\w*|"
                 r"provoca|causa\w*|riduce|rischio|protegg\w*|ormoni|harm\w*|dangerous|pericolos\w*|dannegg\w*|"
                 r"kills?|prevents?|cannot|can't|needs? (?:to|it|them)|in order to|otherwise|uccid\w*|previen\w*|"
                 r"affinché|in modo (?:da|che)|altrimenti|rinforz\w*|attraverso)\b",
@@ -190,8 +199,8 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
     "what_to_do": (
         (
             re.compile(
-                rf"(?:^(?:- )?|\bso (?:just )?|;\s*|^(?:in|nei|nel|nella|negli|nelle|per|con|dopo|prima|durante|"
-                rf"at|for|after|before|during)\b[^,;.:]{{0,60}}?\s|^[^.;:]{{0,80}}?,\s*)(?:{_IMPERATIVES})\b|"
+                rf"(?:^(?:- )?|(?<=[.!?] )|\bso (?:just )?|;\s*|^(?:in|nei|nel|nella|negli|nelle|per|con|dopo|prima|"
+                rf"durante|at|for|after|before|during)\b[^,;.:]{{0,60}}?\s|^[^.;:]{{0,80}}?,\s*)(?:{_IMPERATIVES})\b|"
                 r"^(?:if|se)\b[^.;]*?,\s*(?:contact|call|tell|speak|talk|ask|see|get|go|contatta|chiama|parlane|"
                 r"chiedi|rivolgiti|vai)\b",
                 re.I | re.M,
@@ -201,7 +210,7 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
         (
             re.compile(
                 r"\b(?:straight away|immediately|right away|as soon as|subito|immediatamente|most important thing|"
-                r"best thing|la cosa più importante)\b",
+                r"best thing|la cosa più importante|urgent(?:ly)?|urgente(?:mente)?)\b",
                 re.I,
             ),
             0.3,
@@ -219,6 +228,31 @@ CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
             0.6,
         ),
         (re.compile(r"\b(?:no more than|limit|limita|up to|non più di|al massimo)\b", re.I), 0.4),
+    ),
+}
+# The first cue of a type said another way: a line scores the best of the first cue and these in its place (they
+# never add to it: an instruction is no better for also saying what helps). What to do, said as a need ("a
+# temperature of 38°C or more needs urgent medical assessment the same day", "richiede una valutazione medica
+# urgente") or as a remedy ("Letting a little breast milk dry on the nipple ... can help them heal", "Getting the
+# latch checked ... is often the quickest fix").
+ALTERNATIVE_CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
+    "what_to_do": (
+        (
+            re.compile(
+                r"\bneeds? (?:(?:urgent|prompt|immediate)(?: medical)?|medical) (?:assessment|advice|attention|help)\b|"
+                r"\brichied\w* (?:subito )?(?:una |un )?(?:valutazione|visita|parere|aiuto) medic\w*",
+                re.I,
+            ),
+            0.7,
+        ),
+        (
+            re.compile(
+                r"\b(?:can|may|will|often) help\b|\bquickest fix\b|\bit is (?:fine|ok|okay) to\b|"
+                r"\bpu[oò] aiutare\b|\bpossono aiutare\b",
+                re.I,
+            ),
+            0.4,
+        ),
     ),
 }
 # Section headings name what a section answers ("How much is too much", "Quanto e per quanto tempo").
@@ -240,7 +274,16 @@ def cue_score(kind: str, text: str) -> float:
     """The weights (summed, capped at 1) of the answer cues of the question type ``kind`` found in ``text``."""
     lines = [line for line in text.split("\n") if line.strip()] or [text]
     # a list answers as well as its best line (its items are sentences of their own)
-    return max(min(1.0, sum(w for pattern, w in CUES.get(kind, ()) if pattern.search(line))) for line in lines)
+    return max(_line_cue(kind, line) for line in lines)
+
+
+def _line_cue(kind: str, line: str) -> float:
+    weights = [w if pattern.search(line) else 0.0 for pattern, w in CUES.get(kind, ())]
+    if not weights:
+        return 0.0
+    alternatives = [w for pattern, w in ALTERNATIVE_CUES.get(kind, ()) if pattern.search(line)]
+    weights[0] = max([weights[0], *alternatives])
+    return min(1.0, sum(weights))
 
 
 def heading_cue(kind: str, heading: str) -> float:
