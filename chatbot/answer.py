@@ -4,6 +4,7 @@ checks, the route, the pipeline, the relevance gate and the composed, validated 
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome
@@ -126,6 +127,14 @@ def _answer(
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = without_urgent_fillers(result, services)
     relevant, safety_trace["relevance"] = gate(query, result, services, lang.language, positive=chosen.positive)
+    rescued = None  # safety.cross_language_gate: an other-language card may make a refused question answerable
+    if not relevant and not chosen.excluded and request is None:
+        from chatbot.stages.cross_language_gate import second_look_for
+
+        rescued, more = second_look_for(result, services, lang.language, safety_trace["relevance"])
+        safety_trace["relevance"].update(more)
+        relevant = rescued is not None
+        safety_trace["relevance"]["relevant"] = relevant
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
         total = (time.perf_counter() - start) * 1000
@@ -148,7 +157,7 @@ def _answer(
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
     from chatbot.stages.answer_first import answer_model_for
-    from chatbot.stages.answer_pool import compose_with_pool, pool_candidate
+    from chatbot.stages.answer_pool import compose_with_pool, pool_candidate, separate_candidate
     from chatbot.stages.compose import compose_reply
     from chatbot.stages.generative import pragmatic_context
     from chatbot.stages.redflags import urgent_card_ids
@@ -192,12 +201,20 @@ def _answer(
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)
     # (answer-first extractive replies only, which name their answering document; not an exclusion question's links)
     pool = services.settings.retrieval.answer_pool
-    if pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.excluded:
+    extra = None
+    if rescued is not None:  # answered because of this document: the reply is its own, and it is linked first
+        from chatbot.stages.cross_language_gate import mixed_view
+
+        composed, result.top = compose([rescued]), mixed_view(result, rescued, services.settings.retrieval.top_n).top
+    elif pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.excluded:
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
-        extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
-    else:
-        extra = None
-    composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
+        if services.settings.retrieval.answer_pool_source == "separate" and hasattr(services.dense, "other_language"):
+            search = partial(services.dense.other_language, query, reply_lang)
+            extra = separate_candidate(result.top, search, reply_lang, pool, urgent_docs)
+        else:
+            extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
+    if rescued is None:
+        composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
     if not composed.text:

@@ -198,6 +198,12 @@ class RetrievalSettings(_Group):
         "link's cosine joins the composer's pool, linked first only if it answers: English cards can answer "
         "Italian questions, Italian links stay unless beaten (dev +1, none lost); {} off (italian-answer-pool-s9.md).",
     )
+    answer_pool_source: Literal["separate", "candidates"] = Field(
+        default="separate",
+        description="Where answer_pool's other-language document comes from. separate: the first document of a "
+        "search of the other-language passages alone (its own pool, by rank: delta not applied); candidates: the "
+        "best within delta among the question's candidates (session 9) (italian-english-cards-s10.md).",
+    )
 
 
 class RerankSettings(_Group):
@@ -827,6 +833,12 @@ class SafetySettings(_Group):
         description="'No certified information' by classifier (logistic regression over cosines, cross-encoder "
         "score, lexical overlap, language; relevance_gate_model, relevance-gate.md; an unfitted embedder falls "
         "back to threshold, in the trace) or threshold (relevance_score vs min_relevance_*).",
+    )
+    cross_language_gate: dict[str, tuple[float, float]] = Field(
+        default={"it": (67.721, -3.803)},
+        description="{question language: (slope, cut)}: a question the classifier gate refused is answered from the "
+        "other-language pool's first document when logit(P) + slope * (its cosine - the best link's) >= cut "
+        "(chatbot.stages.cross_language_gate; fitted leave-one-set-out, italian-english-cards-s10.md). {}: off.",
     )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",

@@ -38,6 +38,26 @@ def pool_candidate(
     return best
 
 
+def separate_candidate(
+    top: Sequence[Hit],
+    search: Callable[[int], Sequence[Hit]],
+    language: str,
+    pool: Mapping[str, float],
+    urgent: frozenset[str] | set[str] = frozenset(),
+) -> Hit | None:
+    """The first document of the other-language pool searched on its own (``search(k)``: the best passages not in
+    ``language``, e.g. DenseRetriever.other_language) that is not linked and not an urgent card, when ``pool``
+    names ``language`` and a link is in ``language``; its cosine is not compared with the links' (the two
+    languages' pools are merged by rank: an Italian question's English card ranks below every Italian card)."""
+    if language not in pool or not top or not any((h.segment.language or "") == language for h in top):
+        return None
+    linked = {h.segment.doc_id for h in top}
+    for h in search(len(top) + 3):
+        if h.segment.doc_id not in linked and h.segment.doc_id not in urgent:
+            return h
+    return None
+
+
 def _cosine(h: Hit) -> float:
     return float(h.detail.get("dense", h.score))
 

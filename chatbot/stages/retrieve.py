@@ -56,6 +56,30 @@ class DenseRetriever:
                     h.detail["dense"] = float(q @ v)
         return hits
 
+    def other_language(self, text: str, language: str, k: int = 3) -> list[Hit]:
+        """The best passages NOT in ``language`` for ``text``, searched on their own (a separate pool: an English
+        card an Italian question ranks below every Italian card is still this pool's first), ordered by the
+        retrieval vector (the query adapter's, when it adapts ``text``); ``detail["dense"]`` is the raw e5 cosine
+        as in ``batch``. Fetches deeper until ``k`` such passages are found or the index is exhausted."""
+        raw = getattr(self.embedder, "raw", None)
+        raw_q = np.asarray((raw or self.embedder).embed_queries([text]), dtype=np.float32)
+        vector = self.embedder.adapt(raw_q, [text]) if raw is not None else raw_q
+        fetch = max(4 * k, 50)
+        while True:
+            row = self.index.search_vectors(vector, fetch)[0]
+            found = [h for h in row if (h.segment.language or "") not in ("", language)]
+            if len(found) >= k or len(row) < fetch:
+                break
+            fetch *= 4
+        found = found[:k]
+        vectors = self.index.vectors_of([h.segment.id for h in found]) if raw is not None else [None] * len(found)
+        for h, v in zip(found, vectors, strict=True):
+            h.detail["dense"] = h.score
+            if v is not None:
+                h.detail["dense_adapted"] = h.score
+                h.detail["dense"] = float(raw_q[0] @ v)
+        return found
+
     def search_vector(self, vector: np.ndarray, k: int = 50) -> list[Hit]:
         """Top-k for a vector already made (a HyDoc average, a question embedded once and reused)."""
         return self._search(np.asarray(vector)[None, :], k)[0]
