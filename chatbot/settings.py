@@ -835,7 +835,7 @@ class SafetySettings(_Group):
         "back to threshold, in the trace) or threshold (relevance_score vs min_relevance_*).",
     )
     cross_language_gate: dict[str, tuple[float, float]] = Field(
-        default={"it": (67.721, -3.803)},
+        default={"it": (61.808, -3.251)},
         description="{question language: (slope, cut)}: a question the classifier gate refused is answered from the "
         "other-language pool's first document when logit(P) + slope * (its cosine - the best link's) >= cut "
         "(chatbot.stages.cross_language_gate; fitted leave-one-set-out, italian-english-cards-s10.md). {}: off.",

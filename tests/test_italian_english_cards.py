@@ -69,6 +69,24 @@ def test_with_an_adapter_the_pool_is_ordered_by_the_adapted_vector_and_keeps_the
     assert got[0].detail["dense_adapted"] > got[1].detail["dense_adapted"]
 
 
+def test_after_the_question_s_own_search_the_pool_reuses_its_vectors() -> None:
+    from chatbot.stages.retrieve import DenseRetriever
+
+    embedder = AdaptedBasis({Q: COMPONENTS}, [0, 0, 0, 0, 0, 0, 0, 0.3])
+    calls: list[list[str]] = []
+    embed = embedder.raw.embed_queries
+    embedder.raw.embed_queries = lambda texts: (calls.append(list(texts)), embed(texts))[1]
+    dense = DenseRetriever(VectorIndex(LANGS), embedder)
+    fresh = dense.other_language(Q, "it", k=2)  # never searched: embedded here
+    assert calls == [[Q]]
+    dense(Q, k=3)
+    assert calls == [[Q], [Q]]
+    again = dense.other_language(Q, "it", k=2)  # the search's vectors, no third embedding
+    assert calls == [[Q], [Q]]
+    assert doc_ids(again) == doc_ids(fresh) == ["en-card-7", "en-card-4"]
+    assert [h.detail["dense"] for h in again] == [h.detail["dense"] for h in fresh]
+
+
 def test_the_separate_pool_offers_its_first_unlinked_card_whatever_its_cosine() -> None:
     top = [hit(FOLATO, 0.86), hit(SONNO, 0.85), hit(FEBBRE, 0.84)]
     far = [hit(VITD, 0.70), hit(TEA, 0.69)]  # far below the links: the candidate rule (delta 0.02) takes none
@@ -108,7 +126,7 @@ def test_the_cross_language_score_is_the_gate_logit_plus_the_slope_times_the_cos
 def test_the_second_look_answers_only_when_the_score_reaches_the_languages_cut() -> None:
     top = [hit(FOLATO, 0.86), hit(SONNO, 0.85), hit(FEBBRE, 0.84)]
     result = result_of(top, [])
-    pool = [hit(FOLATO, 0.9), hit(VITD, 0.84)]  # a linked document is skipped
+    pool = [hit(VITD, 0.84), hit(TEA, 0.83)]  # the pool's first document is the one looked at
     # logit(0.2) + 50 * (0.84 - 0.86) = -1.3863 - 1.0 = -2.3863
     doc, trace = second_look(result, "it", {"it": (50.0, -2.5)}, lambda k: pool, 0.2)
     assert doc is not None and doc.segment.doc_id == "vitd"
@@ -124,6 +142,11 @@ def test_the_second_look_answers_only_when_the_score_reaches_the_languages_cut()
     assert second_look(result, "it", {"it": (50.0, -2.5)}, lambda k: pool, None) == (None, {})
     assert second_look(result, "it", {"it": (50.0, -2.5)}, lambda k: pool, 0.2, urgent={"vitd"})[0] is None
     assert second_look(result, "it", {"it": (50.0, -2.5)}, lambda k: [], 0.2)[0] is None
+    # the pool's first document already linked (third): the same score, and it is the one answered from
+    linked = result_of([hit(FOLATO, 0.86), hit(SONNO, 0.85), hit(VITD, 0.84)], [])
+    doc, trace = second_look(linked, "it", {"it": (50.0, -2.5)}, lambda k: pool, 0.2)
+    assert doc is not None and doc.segment.doc_id == "vitd" and trace["cross_language"]["score"] == -2.3863
+    assert doc_ids(mixed_view(linked, doc).top) == ["vitd", "folato", "sonno"]
     # links in another language than the question's: nothing to look across
     en_result = result_of([hit(WINE, 0.9)], [])
     assert second_look(en_result, "it", {"it": (50.0, -2.5)}, lambda k: [hit(VITD, 0.89)], 0.2) == (None, {})

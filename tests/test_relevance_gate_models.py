@@ -106,3 +106,30 @@ def test_out_of_scope_questions_are_refused(services, question):
     assert ans["status"] == "no_certified_info", rel
     assert ans["links"] == []
     assert rel["probability"] < rel["probability_threshold"]
+
+
+def test_an_italian_question_answered_only_by_an_english_card_is_answered_from_it(services):
+    """safety.cross_language_gate: the gate refuses it on its Italian links (P < threshold); the English pool's
+    first card is close enough, so the reply is that card's, after the "no certified information in Italian"
+    note, and it is linked first (italian-english-cards-s10.md); without the setting it is refused."""
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
+
+    question = "prima della gravidanza ero normopeso, quanti kg dovrei prendere in tutto?"
+    ans = ask(services, question)
+    rel = ans["trace"]["safety"]["relevance"]
+    assert rel["gate"] == "classifier" and rel["probability"] < rel["probability_threshold"]
+    assert rel["cross_language"]["doc_id"] == "en-preg-weight-gain"
+    assert rel["cross_language"]["relevant"] is True and rel["relevant"] is True
+    assert ans["status"] == "answered"
+    assert ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
+    assert "11.5 to 16 kg" in ans["reply"].split("\n\n", 1)[1]
+    assert ans["links"][0]["segment_id"].split("#")[0] == "en-preg-weight-gain"
+    assert len(ans["links"]) == 3
+    rules = services.settings.safety.cross_language_gate
+    services.settings.safety.cross_language_gate = {}
+    try:
+        off = ask(services, question)
+    finally:
+        services.settings.safety.cross_language_gate = rules
+    assert off["status"] == "no_certified_info" and off["links"] == []
+    assert "cross_language" not in off["trace"]["safety"]["relevance"]

@@ -50,14 +50,13 @@ def second_look(
     """(the other-language document that makes the question answerable, or None; the trace). ``rules``:
     {language: (slope, cut)}; ``search(k)``: the best passages not in ``language``; ``probability``: the classifier
     gate's P. No second look without a rule for ``language``, without a probability, without links in
-    ``language``, or when the pool's first unlinked document is an urgent card."""
+    ``language``, or when the pool's first document is an urgent card."""
     rule = rules.get(language)
     if rule is None or probability is None or not result.top:
         return None, {}
     if not any((h.segment.language or "") == language for h in result.top):
         return None, {}
-    linked = {h.segment.doc_id for h in result.top}
-    other = next((h for h in search(len(result.top) + 3) if h.segment.doc_id not in linked), None)
+    other = next(iter(search(1)), None)  # the pool's first document, linked already or not
     if other is None or other.segment.doc_id in urgent:
         return None, {"cross_language": {"doc_id": None if other is None else other.segment.doc_id}}
     slope, cut = (float(x) for x in rule)

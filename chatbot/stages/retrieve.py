@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -28,6 +29,15 @@ class DenseRetriever:
         self.embedder = embedder
         self.cross_language_offset = cross_language_offset
         self.language_of = language_of or question_language
+        self._recent: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def _remember(self, text: str, raw_q: np.ndarray, adapted: np.ndarray) -> None:
+        """Keep the last questions' (raw, adapted) vectors for ``other_language`` (a few dozen, oldest dropped)."""
+        with self._lock:
+            self._recent[text] = (raw_q, adapted)
+            while len(self._recent) > 64:
+                self._recent.pop(next(iter(self._recent)))
 
     @property
     def offsets(self) -> dict[str, float]:
@@ -46,6 +56,8 @@ class DenseRetriever:
         # which the relevance gate and the safety threshold were calibrated on.
         raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
         adapted = self.embedder.adapt(raw_q, list(texts))
+        for text, r, a in zip(texts, raw_q, adapted, strict=True):
+            self._remember(text, r, a)
         hits = self._search(adapted, k, texts)
         moved = ~np.all(adapted == raw_q, axis=1)  # a question the adapter left alone (English) has its raw cosine
         for q, row, was_moved in zip(raw_q, hits, moved, strict=True):
@@ -62,8 +74,13 @@ class DenseRetriever:
         retrieval vector (the query adapter's, when it adapts ``text``); ``detail["dense"]`` is the raw e5 cosine
         as in ``batch``. Fetches deeper until ``k`` such passages are found or the index is exhausted."""
         raw = getattr(self.embedder, "raw", None)
-        raw_q = np.asarray((raw or self.embedder).embed_queries([text]), dtype=np.float32)
-        vector = self.embedder.adapt(raw_q, [text]) if raw is not None else raw_q
+        with self._lock:
+            known = self._recent.get(text) if raw is not None else None
+        if known is not None:  # the question's vectors from its own search (no second embedding)
+            raw_q, vector = known[0][None, :], known[1][None, :]
+        else:
+            raw_q = np.asarray((raw or self.embedder).embed_queries([text]), dtype=np.float32)
+            vector = self.embedder.adapt(raw_q, [text]) if raw is not None else raw_q
         fetch = max(4 * k, 50)
         while True:
             row = self.index.search_vectors(vector, fetch)[0]

@@ -5,7 +5,7 @@
 
 --collect runs each file's questions in ``--language`` through today's default pipeline over the demo cards and
 writes per question (ids and numbers only): in_scope, the classifier gate's decision and P, the best raw cosine of
-the links and that of the other-language pool's first unlinked document. --rows fits, for the questions the gate
+the links and that of the other-language pool's first document (linked or not). --rows fits, for the questions the gate
 refused, a class-balanced logistic regression on [logit P, other - best link] and the cut on it that minimises the
 balanced error over the training sets (every question, the gate's own answers kept), with each file left out in
 turn (gate_dev_s8 joined to gate_dev); prints per left-out set the decisions before/after, the pooled numbers, an
@@ -39,9 +39,7 @@ def collect(paths: Sequence[Path], language: str, out: Path) -> int:
                 result = run_pipeline(services.settings.retrieval.pipeline, item["text"], services)
                 result.top = without_urgent_fillers(result, services)
                 relevant, trace = gate(item["text"], result, services, language)
-                linked = {h.segment.doc_id for h in result.top}
-                pool = services.dense.other_language(item["text"], language, len(result.top) + 3)
-                other = next((h for h in pool if h.segment.doc_id not in linked), None)
+                other = next(iter(services.dense.other_language(item["text"], language, 1)), None)
                 row = {
                     "file": path.name,
                     "id": item["id"],
