@@ -208,8 +208,9 @@ def _answer(
         composed, result.top = compose([rescued]), mixed_view(result, rescued, services.settings.retrieval.top_n).top
     elif pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.excluded:
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
-        if services.settings.retrieval.answer_pool_source == "separate" and hasattr(services.dense, "other_language"):
-            search = partial(services.dense.other_language, query, reply_lang)
+        dense = getattr(services, "dense", None)
+        if services.settings.retrieval.answer_pool_source == "separate" and hasattr(dense, "other_language"):
+            search = partial(dense.other_language, query, reply_lang)
             extra = separate_candidate(result.top, search, reply_lang, pool, urgent_docs)
         else:
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)

@@ -77,7 +77,7 @@ def second_look_for(
     rules = settings.safety.cross_language_gate
     if language not in rules or relevance.get("gate") != "classifier" or relevance.get("relevant"):
         return None, {}
-    dense = services.dense
+    dense = getattr(services, "dense", None)
     if not hasattr(dense, "other_language"):
         return None, {}
     question = result.question
