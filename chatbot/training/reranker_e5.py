@@ -160,7 +160,56 @@ def build_base(out: Path, layers: int, data_root: Path, repo_root: Path, seed: i
     return out
 
 
-if __name__ == "__main__":  # python -m chatbot.training.reranker_e5 OUT LAYERS
+def prune_vocabulary(model_dir: Path, out: Path, keep_full: list[int], full_tok: dict) -> Path:
+    """A trained trimmed-vocabulary model with fewer pieces: ``keep_full`` (ids in e5's full vocabulary, a
+    subset of the model's own pieces) become its vocabulary, its word-embedding rows are the ones of those
+    pieces; every other weight is unchanged. A word that used a dropped piece is then spelled with smaller kept
+    pieces (the trimmed tokenizer's fall-back). Writes config, tokenizer and float32 safetensors to ``out``."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    own = json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    row_of = {piece: i for i, (piece, _) in enumerate(own["model"]["vocab"])}
+    pieces = [full_tok["model"]["vocab"][i][0] for i in keep_full]
+    missing = [p for p in pieces if p not in row_of]
+    if missing:
+        raise ValueError(f"{len(missing)} pieces are not in {model_dir}'s vocabulary, e.g. {missing[:3]}")
+    weights = load_file(str(model_dir / "model.safetensors"))
+    key = "bert.embeddings.word_embeddings.weight"
+    weights[key] = weights[key][[row_of[p] for p in pieces]]
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    config["vocab_size"] = len(keep_full)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    trimmed = trimmed_tokenizer(full_tok, keep_full)
+    (out / "tokenizer.json").write_text(json.dumps(trimmed, ensure_ascii=False, separators=(",", ":")))
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        if (model_dir / name).is_file():
+            shutil.copyfile(model_dir / name, out / name)
+    return out
+
+
+def prune_command(model_dir: Path, out: Path, min_count: int, data_root: Path, repo_root: Path) -> Path:
+    """``prune_vocabulary`` to the pieces seen at least ``min_count`` times in the vocabulary texts (plus the
+    specials and single characters, as ``kept_ids``), keeping only pieces the model already has."""
+    full = json.loads((e5_hf_dir() / "tokenizer.json").read_text(encoding="utf-8"))
+    own = {p for p, _ in json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]}
+    keep = [
+        i
+        for i in kept_ids(full, vocabulary_texts(data_root, repo_root), min_count)
+        if full["model"]["vocab"][i][0] in own
+    ]
+    return prune_vocabulary(model_dir, out, keep, full)
+
+
+if __name__ == "__main__":
+    # python -m chatbot.training.reranker_e5 OUT LAYERS: an untrained base
+    # python -m chatbot.training.reranker_e5 prune MODEL_DIR OUT MIN_COUNT: a trained model with fewer pieces
     from chatbot.resources import shared_data_dir, workspace_root
 
-    build_base(Path(sys.argv[1]), int(sys.argv[2]), shared_data_dir(), workspace_root(), 42)
+    if sys.argv[1] == "prune":
+        prune_command(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), shared_data_dir(), workspace_root())
+    else:
+        build_base(Path(sys.argv[1]), int(sys.argv[2]), shared_data_dir(), workspace_root(), 42)

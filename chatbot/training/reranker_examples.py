@@ -36,8 +36,10 @@ class Example:
     easy: str  # a random pool segment (used by the pointwise loss; in-batch negatives play it for listwise)
 
 
-def mine_examples(query: Query, pool: Pool, qvec: np.ndarray, rng: random.Random) -> list[Example]:
-    """One example per relevant doc (its best segment per the bi-encoder) with N_HARD negatives: judged
+def mine_examples(
+    query: Query, pool: Pool, qvec: np.ndarray, rng: random.Random, n_hard: int = N_HARD
+) -> list[Example]:
+    """One example per relevant doc (its best segment per the bi-encoder) with ``n_hard`` negatives: judged
     non-relevant answers first (MEDIQA), then the bi-encoder's top non-relevant segments, one per doc."""
     cos = pool.vectors @ qvec
     positives, judged_neg, pos_cos = [], [], []
@@ -55,7 +57,7 @@ def mine_examples(query: Query, pool: Pool, qvec: np.ndarray, rng: random.Random
     ceiling = 0.97 * max(pos_cos) if query.corpus == "mediqa" else 2.0
     used_docs = set(query.judged)
     mined: list[str] = []
-    wanted = max(N_HARD, N_HARD * len(positives) - len(judged_neg))
+    wanted = max(n_hard, n_hard * len(positives) - len(judged_neg))
     for seg in np.argsort(-cos):
         doc_id = pool.seg_doc[seg]
         if doc_id in used_docs or pool.doc_hash[doc_id] in relevant_hashes or cos[seg] > ceiling:
@@ -66,7 +68,7 @@ def mine_examples(query: Query, pool: Pool, qvec: np.ndarray, rng: random.Random
             break
     rng.shuffle(judged_neg)
     negatives = judged_neg + mined
-    if len(negatives) < N_HARD:
+    if len(negatives) < n_hard:
         return []
     easy = []
     while len(easy) < len(positives):
@@ -75,7 +77,7 @@ def mine_examples(query: Query, pool: Pool, qvec: np.ndarray, rng: random.Random
             easy.append(pool.seg_text[seg])
     out = []
     for i, positive in enumerate(positives):  # rotate so each positive meets different negatives
-        chosen = [negatives[(i * N_HARD + j) % len(negatives)] for j in range(N_HARD)]
+        chosen = [negatives[(i * n_hard + j) % len(negatives)] for j in range(n_hard)]
         out.append(Example(query.group, query.text, positive, chosen, easy[i]))
     return out
 
