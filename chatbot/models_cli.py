@@ -123,6 +123,21 @@ def list_models() -> list[dict[str, Any]]:
                 "metrics": card_metrics(rr / "README.md"),
             }
         )
+    ce5 = rr.parent / "reranker-e5"
+    if (ce5 / "onnx" / "model_qint8.onnx").is_file():
+        out.append(
+            {
+                "name": f"reranker-e5 (bilingual cross-encoder, e5-small L6; rerank.language_models="
+                f"{settings.rerank.language_models})",
+                "path": str(ce5),
+                "bytes": _dir_size(ce5),
+                "weights": "onnx/model_qint8.onnx",
+                "sha256": file_sha256(ce5 / "onnx" / "model_qint8.onnx"),
+                "source": "multilingual-e5-small layers 0-5 (our rebuild), trained by chatbot/training/reranker_gpu.py",
+                "card": str(ce5 / "README.md"),
+                "metrics": card_metrics(ce5 / "README.md"),
+            }
+        )
     qa = shipped_model("query_adapter")
     if (qa / "adapter.npz").is_file():
         out.append(
