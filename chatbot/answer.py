@@ -7,7 +7,7 @@ import time
 from functools import partial
 from typing import Any
 
-from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome
+from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome, urgent_first_links
 from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
 from chatbot.index import Hit
 from chatbot.pipeline import Services, optional_llm, run_pipeline, stage_event
@@ -47,7 +47,35 @@ def answer(question: Any, services: Services, pipeline: str | None = None) -> di
             text, "", "error", urgent=urgent, language=language, trace={"error": f"{type(exc).__name__}: {exc}"}
         )
     ans.setdefault("trace", {}).setdefault("safety", {})["red_flag_screen"] = screen.trace()
+    if screen.urgent:
+        with_urgent_route(ans, urgent, services, screen.actions)
     return ans
+
+
+def with_urgent_route(
+    ans: dict[str, Any], urgent: dict[str, Any], services: Services, actions: Any = ()
+) -> dict[str, Any]:
+    """An urgent reply: the certified urgent card(s) its message comes from are its first links (from the
+    cards' metadata), the answer's own links after them; ``trace.urgent_route`` says the route was taken, which
+    cards, and what the rest of the reply was (``composed``: the status of the answer under the message)."""
+    links = ans.get("links") or []
+    ans["links"] = urgent_first_links(links, urgent, lambda doc_id: _first_segment(doc_id, services))
+    ans.setdefault("trace", {})["urgent_route"] = {
+        "actions": list(actions),
+        "cards": [card["doc_id"] for card in urgent.get("urgent_cards") or []],
+        "composed": ans.get("status"),
+        "answer_links": len(ans["links"]) - len(urgent.get("urgent_cards") or []),
+    }
+    return ans
+
+
+def _first_segment(doc_id: str, services: Services) -> str | None:
+    """The id of a card's first indexed segment (None when it is not indexed or the index cannot say)."""
+    try:
+        segments = services.index.document_segments(doc_id)
+    except Exception:  # noqa: BLE001 - the link keeps the doc id
+        return None
+    return segments[0].id if segments else None
 
 
 def links_live(ans: dict[str, Any], services: Services) -> bool:

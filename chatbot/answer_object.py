@@ -27,6 +27,24 @@ def answer_first_links(
     return [links[at], *links[:at], *links[at + 1 :]]
 
 
+def urgent_first_links(
+    links: list[dict[str, str]], urgent: dict[str, Any] | None, segment_of: Any = None
+) -> list[dict[str, str]]:
+    """An urgent reply's links: the certified urgent card(s) its message comes from first (title and
+    source_url from the card's metadata; ``segment_of(doc_id)`` gives the card's indexed segment id, else
+    the doc id), then the answer's own links that are not one of those cards; ``links`` unchanged otherwise."""
+    cards = (urgent or {}).get("urgent_cards") or [] if (urgent or {}).get("urgent") else []
+    if not cards:
+        return links
+    first = []
+    for card in cards:
+        sid = (segment_of(card["doc_id"]) if segment_of else None) or card["doc_id"]
+        first.append({"title": card["title"], "url": card["url"], "segment_id": sid})
+    docs = {card["doc_id"] for card in cards}
+    rest = [x for x in links if x.get("segment_id", "").split("#")[0] not in docs]
+    return first + rest
+
+
 def answer_trace(result: RetrievalResult, pipeline: str, services: Services, total_ms: float) -> dict[str, Any]:
     trace = {
         "pipeline": pipeline,

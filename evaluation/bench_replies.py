@@ -121,19 +121,31 @@ def opening(ans: dict[str, Any]) -> str:
     return sentences[0] if sentences else ""
 
 
-def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
-    """The per-question row: recall of the key phrases, the first link's card, length and latency."""
-    found = (
-        phrases_found(ans.get("reply", ""), item.key_phrases)
-        if ans.get("status") == "answered"
-        else [False] * len(item.key_phrases)
-    )
-    top = (ans.get("trace") or {}).get("top") or []
-    first_doc = None
-    if ans.get("links"):
-        first_sid = ans["links"][0].get("segment_id", "")
-        first_doc = next((t["doc_id"] for t in top if t.get("segment_id") == first_sid), first_sid.split("#")[0])
+def _link_doc(link: dict[str, Any], top: Sequence[dict[str, Any]]) -> str:
+    sid = link.get("segment_id", "")
+    return next((t["doc_id"] for t in top if t.get("segment_id") == sid), sid.split("#")[0])
+
+
+def score_item(item: ReplyItem, ans: dict[str, Any], urgent_counts: bool = True) -> dict[str, Any]:
+    """The per-question row: recall of the key phrases, the first link's card, length and latency.
+
+    What the patient reads is scored: an answered reply, and (``urgent_counts``) an urgent reply whatever the
+    status under its message (the certified urgent card's text is part of what the patient reads; ``scored``
+    says "urgent" where only that message and the refusal under it were there to score). An urgent reply's
+    links open with its urgent card(s) (``urgent_cards``); its first answer link is the first one after them,
+    and "first link = card" holds when the first link or that first answer link is the card. With
+    ``urgent_counts`` False, the scoring before session 10 (a reply not "answered" scores 0; literal first link).
+    """
     answered = ans.get("status") == "answered"
+    urgent = bool(ans.get("urgent"))
+    scored = answered or (urgent_counts and urgent)
+    found = phrases_found(ans.get("reply", ""), item.key_phrases) if scored else [False] * len(item.key_phrases)
+    top = (ans.get("trace") or {}).get("top") or []
+    docs = [_link_doc(link, top) for link in ans.get("links") or []]
+    first_doc = docs[0] if docs else None
+    urgent_docs = {c["doc_id"] for c in ans.get("urgent_cards") or []} if urgent else set()
+    answer_doc = next((d for d in docs if d not in urgent_docs), None)
+    first_ok = first_doc == item.card_id or (urgent_counts and bool(urgent_docs) and answer_doc == item.card_id)
     opened = phrases_found(opening(ans), item.key_phrases) if answered else [False] * len(item.key_phrases)
     timings = (ans.get("trace") or {}).get("timings_ms") or {}
     selected = _answer_trace(ans)
@@ -144,13 +156,16 @@ def score_item(item: ReplyItem, ans: dict[str, Any]) -> dict[str, Any]:
         "question": item.question,
         "card_id": item.card_id,
         "status": ans.get("status"),
-        "urgent": bool(ans.get("urgent")),
+        "urgent": urgent,
+        "scored": "reply" if answered else "urgent" if scored else "none",
         "recall": sum(found) / len(found),
         "opening_recall": sum(opened) / len(opened),
         "missing": [p for p, ok in zip(item.key_phrases, found, strict=True) if not ok],
         "first_link_doc": first_doc,
-        "first_link_ok": first_doc == item.card_id,
-        "reply_chars": len(ans.get("reply", "")) if ans.get("status") == "answered" else 0,
+        "first_link_ok": first_ok,
+        "link_docs": docs,
+        "urgent_cards": sorted(urgent_docs),
+        "reply_chars": len(ans.get("reply", "")) if answered else 0,
         "compose_ms": timings.get("compose"),
         "total_ms": timings.get("total"),
         "mode_used": ((ans.get("trace") or {}).get("compose") or {}).get("mode_used"),
@@ -179,6 +194,18 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         # a response; the composed part was refused)
         "refused_urgent": sum(r["status"] == "no_certified_info" and bool(r.get("urgent")) for r in rows),
         "not_answered": sum(r["status"] != "answered" for r in rows),
+        # replies that carried the urgent message, and their key-fact recall (what the patient read, the urgent
+        # card's text included); rows scored before session 10 have no "scored" and leave these out
+        **(
+            {
+                "urgent_replies": sum(bool(r.get("urgent")) for r in rows),
+                "urgent_recall": round(float(np.mean([r["recall"] for r in rows if r.get("urgent")])), 3)
+                if any(r.get("urgent") for r in rows)
+                else None,
+            }
+            if all("scored" in r for r in rows)
+            else {}
+        ),
         "reply_chars_mean": round(float(np.mean([r["reply_chars"] for r in answered])), 1) if answered else 0.0,
         "compose_ms": _percentiles(compose),
         "total_ms": _percentiles([r["total_ms"] for r in rows if r["total_ms"] is not None]),
@@ -208,14 +235,23 @@ def _refused_cell(s: dict[str, Any]) -> str:
     return f"{s['refused']} ({urgent} urgent)" if urgent else str(s["refused"])
 
 
+def _urgent_cell(s: dict[str, Any]) -> str:
+    """' 6 (0.750) |': replies with the urgent message and their key-fact recall ('0' when none)."""
+    n, recall = s.get("urgent_replies", 0), s.get("urgent_recall")
+    return f" {n} ({recall:.3f}) |" if n and recall is not None else f" {n} |"
+
+
 def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
     # reports written before "any key fact" existed re-render as they were (tests/test_report.py)
     has_any = any("any_key_fact" in s for s in groups.values())
     any_head, any_rule = (" any key fact |", "---|") if has_any else ("", "")
+    # reports written before session 10 have no urgent-reply count and re-render without the column
+    has_urgent = any("urgent_replies" in s for s in groups.values())
+    urg_head, urg_rule = (" urgent (recall) |", "---|") if has_urgent else ("", "")
     lines = [
         f"| {label} | n | key-fact recall |{any_head} opens with it | all key facts | first link = card "
-        "| refused | chars (mean) | compose p50 ms | compose p90 ms |",
-        f"|---|---|---|{any_rule}---|---|---|---|---|---|---|",
+        f"| refused |{urg_head} chars (mean) | compose p50 ms | compose p90 ms |",
+        f"|---|---|---|{any_rule}---|---|---|---|{urg_rule}---|---|---|",
     ]
     for name, s in groups.items():
         if not s.get("n"):
@@ -224,7 +260,8 @@ def _table(groups: dict[str, dict[str, Any]], label: str) -> list[str]:
         lines.append(
             f"| {name} | {s['n']} | {s['key_fact_recall']:.3f} |{any_cell} {s['opens_with_key_fact']:.3f} | "
             f"{s['all_key_facts']:.3f} | "
-            f"{s['first_link_is_card']:.3f} | {_refused_cell(s)} | {s['reply_chars_mean']:.0f} | "
+            f"{s['first_link_is_card']:.3f} | {_refused_cell(s)} |{_urgent_cell(s) if has_urgent else ''} "
+            f"{s['reply_chars_mean']:.0f} | "
             f"{s['compose_ms']['p50']:.0f} | {s['compose_ms']['p90']:.0f} |"
         )
     return lines
@@ -292,7 +329,13 @@ def render(result: dict[str, Any], name: str, command: str) -> Report:
         f"CPU {result['settings']['cpu']}; {result['seconds']:.0f} s.",
         "",
         "Key-fact recall: share of a question's key phrases (verbatim from the answering card) found in the "
-        "reply; a refused question scores 0. "
+        + (
+            "reply the patient reads; a refused question scores 0 unless it carried the urgent message (then "
+            "its text, the certified urgent card's, is scored: 'urgent (recall)' counts those replies and their "
+            "recall; an urgent reply's first answer link, after its urgent card(s), counts for first link = card). "
+            if "urgent_replies" in s["all"]
+            else "reply; a refused question scores 0. "
+        )
         + (
             "Any key fact: share of questions whose reply holds at least one key phrase (where a set's phrases "
             "are alternatives, as in heldout-v2 and later sets, the pass rate). "

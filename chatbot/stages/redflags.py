@@ -293,7 +293,8 @@ def urgent_card_ids(folder: Path = DEMO_CORPUS) -> frozenset[str]:
 def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> dict[str, Any]:
     """The answer object's urgent keys: the primary action's certified card first (its first paragraph
     for any other action fired), in the patient's language (English for any language but Italian); the
-    fixed text of ``safety.urgent_message`` if a card is missing."""
+    fixed text of ``safety.urgent_message`` if a card is missing. ``urgent_cards``: each card the message
+    comes from (doc_id, title, its own source_url), the links an urgent reply carries first."""
     if not result.urgent:
         return {"urgent": False}
     lang = "it" if language == "it" else "en"
@@ -303,6 +304,7 @@ def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> 
         cards = {}
     parts: list[str] = []
     links: list[dict[str, str]] = []
+    used: list[dict[str, str]] = []  # the certified urgent cards the message comes from, in its order
     missing = []
     for i, action in enumerate(result.actions):
         card = cards.get((action, lang)) or cards.get((action, "en"))
@@ -310,6 +312,7 @@ def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> 
             missing.append(action)
             continue
         parts.append(card.text if i == 0 else card.text.split("\n\n")[0])
+        used.append({"doc_id": card.doc_id, "title": card.title, "url": card.links[0]["url"]})
         links.extend(link for link in card.links if link["url"] not in {x["url"] for x in links})
     if not parts:
         parts.append(rules.URGENT_MESSAGE[lang])
@@ -318,6 +321,7 @@ def urgent_fields(result: Screen, language: str, folder: Path = DEMO_CORPUS) -> 
         "urgent_message": "\n\n".join(parts),
         "urgent_action": result.action,
         "urgent_links": links,
+        "urgent_cards": used,
     }
     if missing:
         out["urgent_cards_missing"] = missing
