@@ -59,7 +59,7 @@ def with_urgent_route(
     cards' metadata), the answer's own links after them; ``trace.urgent_route`` says the route was taken, which
     cards, and what the rest of the reply was (``composed``: the status of the answer under the message)."""
     links = ans.get("links") or []
-    ans["links"] = urgent_first_links(links, urgent, lambda doc_id: _first_segment(doc_id, services))
+    ans["links"] = urgent_first_links(links, urgent, lambda doc_id: first_segment(doc_id, services))
     ans.setdefault("trace", {})["urgent_route"] = {
         "actions": list(actions),
         "cards": [card["doc_id"] for card in urgent.get("urgent_cards") or []],
@@ -69,7 +69,7 @@ def with_urgent_route(
     return ans
 
 
-def _first_segment(doc_id: str, services: Services) -> str | None:
+def first_segment(doc_id: str, services: Services) -> str | None:
     """The id of a card's first indexed segment (None when it is not indexed or the index cannot say)."""
     try:
         segments = services.index.document_segments(doc_id)

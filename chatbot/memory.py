@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, select
 
-from chatbot.answer import answer, links_live
+from chatbot.answer import answer, first_segment, links_live
+from chatbot.answer_object import urgent_first_links
 from chatbot.content_gate import approved_links_content, with_warning
 from chatbot.store.db import Store
 from chatbot.store.models import Approval
@@ -131,7 +132,7 @@ def question_language(text: str, services: Any) -> str | None:
 def _urgent_keys(question: Any, base: dict[str, Any], language: str, services: Any) -> dict[str, Any]:
     """The urgent keys of a memory hit: the pipeline's (memory_checks_urgency), else the red-flag screen's
     own (it never depends on the pipeline running)."""
-    keys = ("urgent", "urgent_message", "urgent_action", "urgent_links")
+    keys = ("urgent", "urgent_message", "urgent_action", "urgent_links", "urgent_cards")
     if base:
         return {k: base[k] for k in keys if k in base}
     from chatbot.stages import redflags
@@ -198,7 +199,8 @@ def answer_with_memory(
     out = {
         "question": base.get("question", text),
         "reply": reply,
-        "links": hit["links"],
+        # an urgent question: the certified urgent card(s) first, then the approved answer's links
+        "links": urgent_first_links(hit["links"], urgent, lambda doc_id: first_segment(doc_id, services)),
         "status": "answered",
         **urgent,
         "urgent": bool(urgent.get("urgent")) or bool(hit["urgent"]),

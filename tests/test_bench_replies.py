@@ -108,7 +108,8 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
         },
     )
     report = write_report(result, tmp_path / "out", "t", "chatbot eval replies --data set.jsonl")
-    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
+    # refused 0, urgent replies 0 (the column every report written since session 10 has)
+    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
     assert json.loads((tmp_path / "out" / "replies-t.json").read_text())["command"].startswith("chatbot eval replies")
     rows = [json.loads(line) for line in (tmp_path / "out" / "replies-t.per_query.jsonl").read_text().splitlines()]
     assert rows == [
@@ -186,3 +187,52 @@ def test_a_refusal_that_showed_the_urgent_message_is_counted_apart() -> None:
     assert (s["refused"], s["refused_urgent"], s["key_fact_recall"]) == (2, 1, 0.0)
     assert "| 2 (1 urgent) |" in "\n".join(_table({"all": s}, "language"))
     assert "| 2 |" in "\n".join(_table({"all": {**s, "refused_urgent": 0}}, "language"))
+
+
+def test_an_urgent_reply_is_scored_on_what_the_patient_reads() -> None:
+    item = ReplyItem("r1", "en", "what_to_do", "q", "en-urgent-poisoning", ("needs medical help now", "Do not make"))
+    card = {"doc_id": "en-urgent-poisoning", "title": "Poisoning", "url": "https://nhs.example/poison"}
+    refused = {
+        "status": "no_certified_info",
+        "urgent": True,
+        "urgent_message": "URGENT: a button battery needs medical help now.",
+        "urgent_cards": [card],
+        "reply": "URGENT: a button battery needs medical help now.\n\nNo certified information.",
+        "links": [{"title": "Poisoning", "url": card["url"], "segment_id": "en-urgent-poisoning#f5"}],
+    }
+    row = score_item(item, refused)
+    assert (row["recall"], row["scored"], row["missing"]) == (0.5, "urgent", ["Do not make"])
+    assert (row["first_link_doc"], row["first_link_ok"], row["reply_chars"]) == ("en-urgent-poisoning", True, 0)
+    before = score_item(item, refused, urgent_counts=False)  # the scoring before session 10
+    assert (before["recall"], before["scored"], before["first_link_ok"]) == (0.0, "none", True)
+
+    # an urgent reply that also answered: the answer card's link after the urgent card is its first answer link
+    fever = ReplyItem("r2", "en", "what_to_do", "q", "en-baby-fever", ("same day",))
+    answered = {
+        "status": "answered",
+        "urgent": True,
+        "urgent_cards": [card],
+        "reply": "URGENT: call.\n\nA baby under 3 months with a fever needs assessment the same day.",
+        "links": [
+            {"title": "Poisoning", "url": card["url"], "segment_id": "en-urgent-poisoning#f5"},
+            {"title": "Fever", "url": "https://example.org/fever", "segment_id": "en-baby-fever#a1"},
+        ],
+    }
+    row2 = score_item(fever, answered)
+    assert (row2["recall"], row2["scored"], row2["first_link_doc"], row2["first_link_ok"]) == (
+        1.0, "reply", "en-urgent-poisoning", True,
+    )  # fmt: skip
+    assert score_item(fever, answered, urgent_counts=False)["first_link_ok"] is False
+    plain = score_item(item, {"status": "no_certified_info", "reply": "No certified information.", "links": []})
+    assert (plain["recall"], plain["scored"]) == (0.0, "none")
+
+    s = summarise([row, row2, plain])
+    assert (s["refused"], s["refused_urgent"], s["urgent_replies"], s["urgent_recall"]) == (2, 1, 2, 0.75)
+    assert s["key_fact_recall"] == 0.5
+    table = "\n".join(_table({"all": s}, "language"))
+    assert "| refused | urgent (recall) |" in table and "| 2 (1 urgent) | 2 (0.750) |" in table
+    # a report written before session 10 (no urgent count) re-renders without the column
+    old = {k: v for k, v in s.items() if k not in ("urgent_replies", "urgent_recall")}
+    assert "urgent (recall)" not in "\n".join(_table({"all": old}, "language"))
+    rows_before = [{k: v for k, v in r.items() if k != "scored"} for r in (row, row2, plain)]
+    assert "urgent_replies" not in summarise(rows_before)

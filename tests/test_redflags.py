@@ -114,6 +114,11 @@ def test_urgent_fields_primary_card_first_then_the_others_first_paragraph():
     assert urls[:3] == [link["url"] for link in cards[("poisoning", "it")].links]
     assert len(urls) == len(set(urls))
     assert urgent_fields(Screen(False), "it") == {"urgent": False}
+    poison, mental = cards[("poisoning", "it")], cards[("mental_health", "it")]
+    assert out["urgent_cards"] == [
+        {"doc_id": "it-urgent-poisoning", "title": poison.title, "url": poison.links[0]["url"]},
+        {"doc_id": "it-urgent-mental-health", "title": mental.title, "url": mental.links[0]["url"]},
+    ]
 
 
 def test_a_missing_card_falls_back_to_the_fixed_text(tmp_path):
@@ -123,6 +128,7 @@ def test_a_missing_card_falls_back_to_the_fixed_text(tmp_path):
 
     assert out["urgent_message"] == URGENT_MESSAGE["en"]
     assert out["urgent_links"] == [] and out["urgent_cards_missing"] == ["emergency"]
+    assert out["urgent_cards"] == []  # no card: the fixed text, and no urgent link to put first
 
 
 # -- the screen per category, both languages, typos and third person (rules alone) -----------------------
@@ -308,13 +314,66 @@ def test_an_answer_carries_every_urgent_key_and_keeps_the_old_ones(services):
     assert "urgent_action" not in answer("asthma at night", services)
 
 
+def test_an_urgent_reply_links_its_urgent_card_first_then_the_answer_links(services):
+    card = load_urgent_cards()[("maternity_unit", "en")]
+    result = answer("my baby isnt movin as much as normal, 34 weeks", services)
+
+    # the card is not in this index: its link carries the doc id; the answer's own links follow
+    assert result["links"][0] == {"title": card.title, "url": card.links[0]["url"], "segment_id": card.doc_id}
+    assert result["trace"]["urgent_route"] == {
+        "actions": ["maternity_unit"],
+        "cards": ["en-urgent-maternity-unit"],
+        "composed": result["status"],
+        "answer_links": len(result["links"]) - 1,
+    }
+    plain = answer("asthma at night", services)
+    assert "urgent_route" not in plain["trace"] and plain["links"][0]["url"] == "https://example.org/asthma"
+
+
+def test_a_refused_urgent_reply_still_carries_its_urgent_card_link(services, monkeypatch):
+    monkeypatch.setattr("chatbot.answer.gate", lambda *a, **k: (False, {"refused": "test"}))
+    card = load_urgent_cards()[("emergency", "it")]
+    result = answer("Il mio bambino ha le convulsioni", services)
+
+    assert result["status"] == "no_certified_info" and result["urgent"] is True
+    assert result["links"] == [{"title": card.title, "url": card.links[0]["url"], "segment_id": card.doc_id}]
+    assert result["trace"]["urgent_route"]["composed"] == "no_certified_info"
+    assert result["trace"]["urgent_route"]["answer_links"] == 0
+
+
+def test_urgent_first_links_order_and_no_second_copy_of_a_card():
+    from chatbot.answer_object import urgent_first_links
+
+    urgent = {
+        "urgent": True,
+        "urgent_cards": [
+            {"doc_id": "en-urgent-poisoning", "title": "Poisoning", "url": "https://nhs.example/poison"},
+            {"doc_id": "en-urgent-mental-health", "title": "Crisis", "url": "https://nhs.example/crisis"},
+        ],
+    }
+    links = [
+        {"title": "A", "url": "https://example.org/a", "segment_id": "a#1"},
+        {"title": "Poisoning", "url": "https://nhs.example/poison", "segment_id": "en-urgent-poisoning#9"},
+        {"title": "B", "url": "https://example.org/b", "segment_id": "b#2"},
+    ]
+    segment = {"en-urgent-poisoning": "en-urgent-poisoning#9"}.get
+    assert urgent_first_links(links, urgent, segment) == [
+        {"title": "Poisoning", "url": "https://nhs.example/poison", "segment_id": "en-urgent-poisoning#9"},
+        {"title": "Crisis", "url": "https://nhs.example/crisis", "segment_id": "en-urgent-mental-health"},
+        {"title": "A", "url": "https://example.org/a", "segment_id": "a#1"},
+        {"title": "B", "url": "https://example.org/b", "segment_id": "b#2"},
+    ]
+    assert urgent_first_links(links, {"urgent": False}) == links
+    assert urgent_first_links(links, {**urgent, "urgent_cards": []}) == links
+
+
 def test_a_memory_hit_without_the_pipeline_still_runs_the_screen(services, tmp_path, fake_embedder, monkeypatch):
     store = open_store(services.settings)
     memory = CertifiedMemory(store, services, fake_embedder)
     who = auth.Principal(auth.add_user(store, "clara", "long-password", "clinician"), "clara", "clinician")
     first = answer_with_memory("asthma at night and I want to kill myself", services, memory)
     tid = conversations.record_turn(store, "conv", first)
-    links = first["links"][:1]
+    links = [x for x in first["links"] if not x["segment_id"].startswith("en-urgent-")][:1]
     reviews.record_review(
         store, who, tid, "approved", "ok",
         approval={"reply": "Approved asthma answer.", "links": links, "segment_ids": [x["segment_id"] for x in links],
@@ -328,6 +387,8 @@ def test_a_memory_hit_without_the_pipeline_still_runs_the_screen(services, tmp_p
     assert hit["trace"]["answered_by"] == "memory"
     assert hit["urgent"] is True and hit["urgent_action"] == "mental_health"
     assert hit["reply"].startswith(load_urgent_cards()[("mental_health", "en")].text + "\n\nApproved asthma answer.")
+    # the urgent card first, then the approved answer's link
+    assert [x["segment_id"] for x in hit["links"]] == ["en-urgent-mental-health", links[0]["segment_id"]]
     plain = answer_with_memory("asthma at night", services, memory)
     assert plain["urgent"] is False and plain["reply"] == "Approved asthma answer."
 

@@ -74,3 +74,14 @@ def test_a_memory_hit_shows_the_answer_of_the_pipeline_trace_and_a_generative_re
     assert "**Answer taken:** “Avoid unpasteurised soft cheese.”" in detail_markdown(_turn(memory))
     generative = {"compose": {"attempts": [{"mode": "generative", "draft": "Avoid it."}]}}
     assert "**Answer taken:**" not in detail_markdown(_turn(generative))
+
+
+def test_the_urgent_route_names_its_cards_and_what_was_under_the_message():
+    route = {"actions": ["poisoning"], "cards": ["en-urgent-poisoning"], "composed": "no_certified_info",
+             "answer_links": 0}  # fmt: skip
+    md = detail_markdown(_turn({"pipeline": "dense", "urgent_route": route}))
+    assert (
+        "**Urgent route:** red-flag screen fired (poisoning); urgent card(s) linked first: `en-urgent-poisoning`; "
+        "answer under the message: no_certified_info (0 answer link(s) after the card(s))"
+    ) in md
+    assert "Urgent route" not in detail_markdown(_turn({"pipeline": "dense"}))

@@ -110,6 +110,7 @@ def detail_markdown(turn: dict[str, Any]) -> str:
             f"**Route:** `{routed.get('pipeline')}` ({routed.get('reason')})"
             + (f" · decomposition `{routed['decomposition']}`" if routed.get("decomposition") else "")
         )
+    lines.extend(urgent_route_lines(trace))
     lines.extend(exclusion_lines(trace, turn["links"]))
     warning = fallback_warning({"trace": trace})
     if warning:
@@ -126,6 +127,20 @@ def detail_markdown(turn: dict[str, Any]) -> str:
         state = "served by memory: revoke it in the *Approved answers* tab" if a["active"] else "revoked"
         lines.append(f"**Certified answer:** approval #{a['id']} ({state})")
     return "\n\n".join(lines)
+
+
+def urgent_route_lines(trace: dict[str, Any]) -> list[str]:
+    """The urgent route, when the red-flag screen fired: the actions, the certified urgent cards linked first
+    and what the answer under the message was (its status; how many answer links follow the cards)."""
+    route = trace.get("urgent_route") or (trace.get("pipeline_trace") or {}).get("urgent_route")
+    if not route:
+        return []
+    cards = ", ".join(f"`{c}`" for c in route.get("cards") or []) or "_none (fixed urgent text)_"
+    return [
+        f"**Urgent route:** red-flag screen fired ({', '.join(route.get('actions') or []) or '?'}); urgent "
+        f"card(s) linked first: {cards}; answer under the message: {route.get('composed')} "
+        f"({route.get('answer_links', 0)} answer link(s) after the card(s))"
+    ]
 
 
 def exclusion_lines(trace: dict[str, Any], links: list[dict[str, Any]]) -> list[str]:
