@@ -109,7 +109,9 @@ def test_write_report_writes_markdown_json_and_per_query_rows(tmp_path: Path) ->
     )
     report = write_report(result, tmp_path / "out", "t", "chatbot eval replies --data set.jsonl")
     # refused 0, urgent replies 0 (the column every report written since session 10 has)
-    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 0 | 27 | 0 | 0 |" in report.read_text(encoding="utf-8")
+    assert "| all | 1 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 | 0 | 0 | 27 | 0 | 0 |" in report.read_text(
+        encoding="utf-8"
+    )
     assert json.loads((tmp_path / "out" / "replies-t.json").read_text())["command"].startswith("chatbot eval replies")
     rows = [json.loads(line) for line in (tmp_path / "out" / "replies-t.per_query.jsonl").read_text().splitlines()]
     assert rows == [
@@ -236,3 +238,32 @@ def test_an_urgent_reply_is_scored_on_what_the_patient_reads() -> None:
     assert "urgent (recall)" not in "\n".join(_table({"all": old}, "language"))
     rows_before = [{k: v for k, v in r.items() if k != "scored"} for r in (row, row2, plain)]
     assert "urgent_replies" not in summarise(rows_before)
+
+
+def test_urgent_rescore_separates_the_scoring_change_from_the_product_change(tmp_path: Path) -> None:
+    from evaluation.urgent_rescore import four_runs
+
+    data = _write(tmp_path, [
+        {**ROW, "id": "u1", "card_id": "en-urgent-poisoning", "key_phrases": ["medical help now"]},
+        {**ROW, "id": "p1"},
+    ])  # fmt: skip
+    row = {"language": "en", "type": "how_much", "question": "q", "opening_recall": 0.0, "reply_chars": 0,
+           "compose_ms": None, "total_ms": None}  # fmt: skip
+    before = {"rows": [
+        {**row, "id": "u1", "card_id": "en-urgent-poisoning", "status": "no_certified_info", "urgent": True,
+         "reply": "URGENT: it needs medical help now.\n\nNo certified information.", "first_link_doc": None},
+        {**row, "id": "p1", "card_id": "en-preg-caffeine", "status": "answered", "urgent": False,
+         "reply": "Up to 200 milligrams a day.", "first_link_doc": "en-preg-caffeine"},
+    ]}  # fmt: skip
+    after = {"rows": [{**before["rows"][0], "first_link_doc": "en-urgent-poisoning", "scored": "urgent",
+                       "link_docs": ["en-urgent-poisoning"], "urgent_cards": ["en-urgent-poisoning"]}]}  # fmt: skip
+    runs = four_runs(data, before, after)
+    got = {k: [(r["recall"], r["first_link_ok"]) for r in rows] for k, rows in runs.items()}
+    assert got == {
+        "A": [(0.0, False), (1.0, True)],  # before / before
+        "B": [(1.0, False), (1.0, True)],  # the scoring change: the urgent text counts
+        "C": [(1.0, True), (1.0, True)],  # the product change: the urgent card is the first link
+        "D": [(0.0, True), (1.0, True)],
+    }
+    with pytest.raises(ValueError, match="urgent questions are"):
+        four_runs(data, before, {"rows": []})

@@ -345,7 +345,7 @@ def test_an_italian_emergency_shows_the_italian_urgent_card_and_its_links(page, 
     page.wait_for_function(f"document.querySelector('#chat').innerText.includes({first[:60]!r})")
     # ... and its first source link is that card (title and link from the card's metadata), before any other
     own = card.links[0]
-    page.wait_for_function(f"document.querySelector('#chat a[href={own['url']!r}]') !== null")
+    page.wait_for_selector(f'#chat a[href="{own["url"]}"]')
     chat_links = [(a.inner_text(), a.get_attribute("href")) for a in page.locator("#chat a").all()]
     assert chat_links[0] == (card.title, own["url"])
     shot(page, "patient-urgent-it")
