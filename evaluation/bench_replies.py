@@ -294,6 +294,16 @@ def side_by_side(a: dict[str, Any], b: dict[str, Any], label_a: str, label_b: st
     return lines
 
 
+def _first_link_cell(r: dict[str, Any]) -> str:
+    """The first link's card; for an urgent reply whose links open with its urgent card(s), 'card (urgent) →
+    first answer link' (rows written before session 10 have no ``urgent_cards`` and read as they did)."""
+    first, cards = r["first_link_doc"], r.get("urgent_cards") or []
+    if first not in cards:
+        return str(first)
+    answer = next((d for d in r.get("link_docs") or [] if d not in cards), None)
+    return f"{first} (urgent) → {answer}"
+
+
 def _cell(text: Any, limit: int = 220) -> str:
     text = " ".join(str(text or "").split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -373,7 +383,7 @@ def render(result: dict[str, Any], name: str, command: str) -> Report:
         answer = f"{_cell(r['answer_sentence'], 120)} ({r['answer_score']})" if r["answer_sentence"] else ""
         lines.append(
             f"| {r['id']} | {r['type']} | {r['status']}{' (urgent)' if r['urgent'] else ''} | {r['recall']:.2f} | "
-            f"{r['first_link_doc']}{'' if r['first_link_ok'] else ' ✗'} | {_cell('; '.join(r['missing']))} | "
+            f"{_first_link_cell(r)}{'' if r['first_link_ok'] else ' ✗'} | {_cell('; '.join(r['missing']))} | "
             f"{answer} | {_cell(r['reply'], 300)} |"
         )
     if versus:
