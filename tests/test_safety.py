@@ -259,7 +259,13 @@ def test_a_red_flag_puts_the_urgent_message_first_and_still_answers(services):
         "title": "Emergency: call 999 or 112 now",
         "url": "https://www.nhs.uk/nhs-services/urgent-and-emergency-care-services/when-to-call-999/",
     }
-    assert result["links"][0]["url"] == "https://example.org/fever"
+    # the urgent card first (its own link, from its metadata; not indexed here: the doc id), then the answer's
+    assert result["links"][0] == {
+        "title": "Emergency: call 999 or 112 now",
+        "url": "https://www.nhs.uk/nhs-services/urgent-and-emergency-care-services/when-to-call-999/",
+        "segment_id": "en-urgent-emergency",
+    }
+    assert result["links"][1]["url"] == "https://example.org/fever"
     assert result["trace"]["safety"]["red_flags"][0]["category"] == "feverish_or_floppy_newborn"
 
 
