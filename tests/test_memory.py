@@ -76,7 +76,10 @@ def test_a_different_question_is_not_served_from_memory(env):
     assert other["trace"]["memory"]["hit"] is False
     assert other["trace"]["memory"]["similarity"] == 0.0
     assert other["reply"] != "Clinician-approved asthma answer."
-    assert other["links"][0]["url"] == "https://example.org/fever"
+    # a baby's fever fires the red-flag screen: its urgent card is linked first, then the pipeline's answer
+    urgent_cards = [c["doc_id"] for c in other.get("urgent_cards") or []]
+    assert [x["segment_id"].split("#")[0] for x in other["links"][: len(urgent_cards)]] == urgent_cards
+    assert other["links"][len(urgent_cards)]["url"] == "https://example.org/fever"
 
 
 def test_questions_that_differ_in_a_number_never_match(env):
