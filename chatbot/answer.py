@@ -21,7 +21,8 @@ MAX_ANSWERS = 3  # answers composed for one question when linked documents keep 
 def answer(question: Any, services: Services, pipeline: str | None = None) -> dict[str, Any]:
     """The red-flag screen first, on the raw text (chatbot.stages.redflags), then ``_answer``. Whatever the
     outcome (invalid, unsupported language, no certified info, a pipeline or LLM failure), an urgent message
-    gets the certified urgent card first: ``urgent``, ``urgent_message``, ``urgent_action``, ``urgent_links``."""
+    gets the certified urgent card first: ``urgent``, ``urgent_message``, ``urgent_action``, ``urgent_links``,
+    ``urgent_cards``, and its links open with the card(s) (``with_urgent_route``)."""
     from chatbot.language import detect_language
     from chatbot.stages import redflags, safety
 
