@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from chatbot.answer_object import urgent_first_links
 from chatbot.language import SERVED, detect_language
 from chatbot.observability import RATE_LIMITED
 from chatbot.store import conversations, ratelimit, storable
@@ -221,7 +222,8 @@ def build_patient_app(state: Any):
                 if urgent.get("urgent_message"):
                     reply = f"{urgent['urgent_message']}\n\n{reply}"
                 outcome["pending"] = {
-                    "ans": {"reply": reply, "links": [], "status": "error", **urgent},
+                    # an urgent message keeps its certified card's link (chatbot.answer_object.urgent_first_links)
+                    "ans": {"reply": reply, "links": urgent_first_links([], urgent), "status": "error", **urgent},
                     "turn_id": None,
                     "lang": lang,
                 }
