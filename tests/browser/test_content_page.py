@@ -71,6 +71,19 @@ def pick(pg, doc_id: str) -> None:
     field.press("Enter")
 
 
+def confirm(pg) -> None:
+    """Tick the confirmation box so that it stays ticked: the page unticks it whenever the document field changes
+    (`doc.change`), and on a loaded box that round trip can land after a first tick (seen once in CI)."""
+    box = pg.locator("#confirm input")
+    for _ in range(20):
+        if not box.is_checked():
+            box.click()
+        pg.wait_for_timeout(1000)
+        if box.is_checked():
+            return
+    raise AssertionError("the confirmation box does not stay ticked")
+
+
 def patient_asks(browser, base: str, question: str) -> tuple[list[str], str]:
     pg = new_page(browser)
     pg.goto(base + "/")
@@ -123,7 +136,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     clinician.wait_for_selector(":text('Confirm that you have read this version and certify it.')")
     for doc_id in ("whooping-cough", "caffeine-leaflet"):
         pick(clinician, doc_id)
-        clinician.locator("#confirm input").check()
+        confirm(clinician)
         clinician.locator("#certify").click()
         clinician.wait_for_selector(f"#action-message :text('{doc_id} v1 certified by clara')")
     clinician.locator("#preview").click()
@@ -172,7 +185,7 @@ def test_editor_uploads_clinician_certifies_then_withdraws_and_answers_follow(br
     # back after a check: re-certified from the page (a new version with the withdrawn text)
     clinician.locator("#recertify").click()  # without the confirmation: refused
     clinician.wait_for_selector(":text('Confirm that you have read this version and certify it.')")
-    clinician.locator("#confirm input").check()
+    confirm(clinician)
     clinician.locator("#recertify").click()
     clinician.wait_for_selector("#action-message :text('whooping-cough is back: v2 (the text of withdrawn v1)')")
     clinician.context.close()
