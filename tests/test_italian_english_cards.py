@@ -70,19 +70,22 @@ def test_with_an_adapter_the_pool_is_ordered_by_the_adapted_vector_and_keeps_the
 
 
 def test_after_the_question_s_own_search_the_pool_reuses_its_vectors() -> None:
+    """Through the encoder's query cache (chatbot.vector_cache, as the e5 runtime's embed_queries): the question is
+    embedded once for its search and both pool lookups."""
     from chatbot.stages.retrieve import DenseRetriever
+    from chatbot.vector_cache import VectorCache
 
     embedder = AdaptedBasis({Q: COMPONENTS}, [0, 0, 0, 0, 0, 0, 0, 0.3])
     calls: list[list[str]] = []
     embed = embedder.raw.embed_queries
-    embedder.raw.embed_queries = lambda texts: (calls.append(list(texts)), embed(texts))[1]
+    embedder.raw.embed_queries = VectorCache(lambda texts: (calls.append(list(texts)), embed(texts))[1]).embed
     dense = DenseRetriever(VectorIndex(LANGS), embedder)
     fresh = dense.other_language(Q, "it", k=2)  # never searched: embedded here
     assert calls == [[Q]]
     dense(Q, k=3)
-    assert calls == [[Q], [Q]]
-    again = dense.other_language(Q, "it", k=2)  # the search's vectors, no third embedding
-    assert calls == [[Q], [Q]]
+    assert calls == [[Q]]
+    again = dense.other_language(Q, "it", k=2)  # the search's vector, no second embedding
+    assert calls == [[Q]]
     assert doc_ids(again) == doc_ids(fresh) == ["en-card-7", "en-card-4"]
     assert [h.detail["dense"] for h in again] == [h.detail["dense"] for h in fresh]
 

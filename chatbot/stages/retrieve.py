@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -29,15 +28,6 @@ class DenseRetriever:
         self.embedder = embedder
         self.cross_language_offset = cross_language_offset
         self.language_of = language_of or question_language
-        self._recent: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._lock = threading.Lock()
-
-    def _remember(self, text: str, raw_q: np.ndarray, adapted: np.ndarray) -> None:
-        """Keep the last questions' (raw, adapted) vectors for ``other_language`` (a few dozen, oldest dropped)."""
-        with self._lock:
-            self._recent[text] = (raw_q, adapted)
-            while len(self._recent) > 64:
-                self._recent.pop(next(iter(self._recent)))
 
     @property
     def offsets(self) -> dict[str, float]:
@@ -56,17 +46,22 @@ class DenseRetriever:
         # which the relevance gate and the safety threshold were calibrated on.
         raw_q = np.asarray(raw.embed_queries(list(texts)), dtype=np.float32)
         adapted = self.embedder.adapt(raw_q, list(texts))
-        for text, r, a in zip(texts, raw_q, adapted, strict=True):
-            self._remember(text, r, a)
         hits = self._search(adapted, k, texts)
         moved = ~np.all(adapted == raw_q, axis=1)  # a question the adapter left alone (English) has its raw cosine
         for q, row, was_moved in zip(raw_q, hits, moved, strict=True):
-            vectors = self.index.vectors_of([h.segment.id for h in row]) if was_moved else [None] * len(row)
-            for h, v in zip(row, vectors, strict=True):
-                h.detail["dense_adapted"] = h.detail["dense"]
-                if v is not None:
-                    h.detail["dense"] = float(q @ v)
+            if was_moved:
+                self._keep_raw_cosine(q, row)
+            else:
+                for h in row:
+                    h.detail["dense_adapted"] = h.detail["dense"]
         return hits
+
+    def _keep_raw_cosine(self, raw_q: np.ndarray, row: Sequence[Hit]) -> None:
+        """Hits found with an adapted vector: ``detail["dense_adapted"]`` keeps the score they were ordered by,
+        ``detail["dense"]`` becomes the raw e5 cosine (from the stored passage vectors) the gate reads."""
+        for h, v in zip(row, self.index.vectors_of([h.segment.id for h in row]), strict=True):
+            h.detail["dense_adapted"] = h.detail["dense"]
+            h.detail["dense"] = float(raw_q @ v)
 
     def other_language(self, text: str, language: str, k: int = 3) -> list[Hit]:
         """The best passages NOT in ``language`` for ``text``, searched on their own (a separate pool: an English
@@ -74,13 +69,9 @@ class DenseRetriever:
         retrieval vector (the query adapter's, when it adapts ``text``); ``detail["dense"]`` is the raw e5 cosine
         as in ``batch``. Fetches deeper until ``k`` such passages are found or the index is exhausted."""
         raw = getattr(self.embedder, "raw", None)
-        with self._lock:
-            known = self._recent.get(text) if raw is not None else None
-        if known is not None:  # the question's vectors from its own search (no second embedding)
-            raw_q, vector = known[0][None, :], known[1][None, :]
-        else:
-            raw_q = np.asarray((raw or self.embedder).embed_queries([text]), dtype=np.float32)
-            vector = self.embedder.adapt(raw_q, [text]) if raw is not None else raw_q
+        # the encoder's own query cache (chatbot.vector_cache) holds the vector of the question's first search
+        raw_q = np.asarray((raw or self.embedder).embed_queries([text]), dtype=np.float32)
+        vector = self.embedder.adapt(raw_q, [text]) if raw is not None else raw_q
         fetch = max(4 * k, 50)
         while True:
             row = self.index.search_vectors(vector, fetch)[0]
@@ -89,12 +80,10 @@ class DenseRetriever:
                 break
             fetch *= 4
         found = found[:k]
-        vectors = self.index.vectors_of([h.segment.id for h in found]) if raw is not None else [None] * len(found)
-        for h, v in zip(found, vectors, strict=True):
+        for h in found:
             h.detail["dense"] = h.score
-            if v is not None:
-                h.detail["dense_adapted"] = h.score
-                h.detail["dense"] = float(raw_q[0] @ v)
+        if raw is not None:
+            self._keep_raw_cosine(raw_q[0], found)
         return found
 
     def search_vector(self, vector: np.ndarray, k: int = 50) -> list[Hit]:
