@@ -24,16 +24,16 @@ def pool_candidate(
     not an urgent card, when ``pool`` has a margin δ for ``language`` and its cosine is within δ of the lowest
     link's; None otherwise (no setting, no link in ``language``, no other-language candidate close enough)."""
     delta = pool.get(language)
-    if delta is None or not top or not any((h.segment.language or "") == language for h in top):
+    if delta is None or not links_in(top, language):
         return None
     linked = {h.segment.doc_id for h in top}
-    floor = min(_cosine(h) for h in top) - float(delta)
+    floor = min(raw_cosine(h) for h in top) - float(delta)
     best: Hit | None = None
     for h in candidates:
         lang = h.segment.language or ""
         if not lang or lang == language or h.segment.doc_id in linked or h.segment.doc_id in urgent:
             continue
-        if _cosine(h) >= floor and (best is None or _cosine(h) > _cosine(best)):
+        if raw_cosine(h) >= floor and (best is None or raw_cosine(h) > raw_cosine(best)):
             best = h
     return best
 
@@ -49,7 +49,7 @@ def separate_candidate(
     ``language``, e.g. DenseRetriever.other_language) that is not linked and not an urgent card, when ``pool``
     names ``language`` and a link is in ``language``; its cosine is not compared with the links' (the two
     languages' pools are merged by rank: an Italian question's English card ranks below every Italian card)."""
-    if language not in pool or not top or not any((h.segment.language or "") == language for h in top):
+    if language not in pool or not links_in(top, language):
         return None
     linked = {h.segment.doc_id for h in top}
     for h in search(len(top) + 3):
@@ -58,8 +58,14 @@ def separate_candidate(
     return None
 
 
-def _cosine(h: Hit) -> float:
+def raw_cosine(h: Hit) -> float:
+    """The hit's raw bi-encoder cosine (``detail["dense"]``; its score when the search recorded none)."""
     return float(h.detail.get("dense", h.score))
+
+
+def links_in(top: Sequence[Hit], language: str) -> bool:
+    """Whether a link of ``top`` is in ``language`` (the only case an other-language document is offered)."""
+    return any((h.segment.language or "") == language for h in top)
 
 
 def answer_doc(compose_trace: Mapping[str, Any]) -> str | None:
@@ -79,7 +85,7 @@ def compose_with_pool(
         return compose(top), list(top)
     pooled = compose([*top, extra])
     joined = answer_doc(pooled.trace) == extra.segment.doc_id
-    note = {"doc_id": extra.segment.doc_id, "dense": round(_cosine(extra), 4), "joined": joined}
+    note = {"doc_id": extra.segment.doc_id, "dense": round(raw_cosine(extra), 4), "joined": joined}
     if joined:
         pooled.trace["answer_pool"] = note
         return pooled, [extra, *top][: max(top_n, 1)]

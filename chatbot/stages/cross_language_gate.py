@@ -18,6 +18,7 @@ from typing import Any
 
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult
+from chatbot.stages.answer_pool import links_in, raw_cosine
 
 
 def mixed_view(result: RetrievalResult, other: Hit, top_n: int = 3) -> RetrievalResult:
@@ -35,10 +36,6 @@ def cross_language_score(probability: float, other_cosine: float, best_link_cosi
     return math.log(p / (1.0 - p)) + float(slope) * (float(other_cosine) - float(best_link_cosine))
 
 
-def _cosine(h: Hit) -> float:
-    return float(h.detail.get("dense", h.score))
-
-
 def second_look(
     result: RetrievalResult,
     language: str,
@@ -52,17 +49,15 @@ def second_look(
     gate's P. No second look without a rule for ``language``, without a probability, without links in
     ``language``, or when the pool's first document is an urgent card."""
     rule = rules.get(language)
-    if rule is None or probability is None or not result.top:
-        return None, {}
-    if not any((h.segment.language or "") == language for h in result.top):
+    if rule is None or probability is None or not links_in(result.top, language):
         return None, {}
     other = next(iter(search(1)), None)  # the pool's first document, linked already or not
     if other is None or other.segment.doc_id in urgent:
         return None, {"cross_language": {"doc_id": None if other is None else other.segment.doc_id}}
     slope, cut = (float(x) for x in rule)
-    score = cross_language_score(probability, _cosine(other), max(_cosine(h) for h in result.top), slope)
+    score = cross_language_score(probability, raw_cosine(other), max(raw_cosine(h) for h in result.top), slope)
     passed = score >= cut
-    trace = {"doc_id": other.segment.doc_id, "dense": round(_cosine(other), 4), "score": round(score, 4)}
+    trace = {"doc_id": other.segment.doc_id, "dense": round(raw_cosine(other), 4), "score": round(score, 4)}
     return (other if passed else None), {"cross_language": {**trace, "cut": cut, "relevant": passed}}
 
 
