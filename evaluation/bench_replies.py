@@ -126,6 +126,27 @@ def _link_doc(link: dict[str, Any], top: Sequence[dict[str, Any]]) -> str:
     return next((t["doc_id"] for t in top if t.get("segment_id") == sid), sid.split("#")[0])
 
 
+def key_facts_and_link(
+    status: str | None,
+    urgent: bool,
+    reply: str,
+    phrases: Sequence[str],
+    docs: Sequence[str],
+    urgent_docs: set[str],
+    card_id: str,
+    urgent_counts: bool = True,
+) -> tuple[list[bool], bool, str]:
+    """(each key phrase found, "first link = card", what was scored: "reply", "urgent" or "none") for one reply:
+    the rules of ``score_item``, shared with evaluation.urgent_rescore's replay of stored rows."""
+    answered = status == "answered"
+    scored = answered or (urgent_counts and urgent)
+    found = phrases_found(reply, phrases) if scored else [False] * len(phrases)
+    answer_doc = next((d for d in docs if d not in urgent_docs), None)
+    first_doc = docs[0] if docs else None
+    first_ok = first_doc == card_id or (urgent_counts and bool(urgent_docs) and answer_doc == card_id)
+    return found, first_ok, "reply" if answered else "urgent" if scored else "none"
+
+
 def score_item(item: ReplyItem, ans: dict[str, Any], urgent_counts: bool = True) -> dict[str, Any]:
     """The per-question row: recall of the key phrases, the first link's card, length and latency.
 
@@ -138,14 +159,20 @@ def score_item(item: ReplyItem, ans: dict[str, Any], urgent_counts: bool = True)
     """
     answered = ans.get("status") == "answered"
     urgent = bool(ans.get("urgent"))
-    scored = answered or (urgent_counts and urgent)
-    found = phrases_found(ans.get("reply", ""), item.key_phrases) if scored else [False] * len(item.key_phrases)
     top = (ans.get("trace") or {}).get("top") or []
     docs = [_link_doc(link, top) for link in ans.get("links") or []]
     first_doc = docs[0] if docs else None
     urgent_docs = {c["doc_id"] for c in ans.get("urgent_cards") or []} if urgent else set()
-    answer_doc = next((d for d in docs if d not in urgent_docs), None)
-    first_ok = first_doc == item.card_id or (urgent_counts and bool(urgent_docs) and answer_doc == item.card_id)
+    found, first_ok, scored = key_facts_and_link(
+        ans.get("status"),
+        urgent,
+        ans.get("reply", ""),
+        item.key_phrases,
+        docs,
+        urgent_docs,
+        item.card_id,
+        urgent_counts,
+    )
     opened = phrases_found(opening(ans), item.key_phrases) if answered else [False] * len(item.key_phrases)
     timings = (ans.get("trace") or {}).get("timings_ms") or {}
     selected = _answer_trace(ans)
@@ -157,7 +184,7 @@ def score_item(item: ReplyItem, ans: dict[str, Any], urgent_counts: bool = True)
         "card_id": item.card_id,
         "status": ans.get("status"),
         "urgent": urgent,
-        "scored": "reply" if answered else "urgent" if scored else "none",
+        "scored": scored,
         "recall": sum(found) / len(found),
         "opening_recall": sum(opened) / len(opened),
         "missing": [p for p, ok in zip(item.key_phrases, found, strict=True) if not ok],

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evaluation.bench_replies import load_reply_set, phrases_found, summarise
+from evaluation.bench_replies import key_facts_and_link, load_reply_set, summarise
 from evaluation.compare_runs import compare
 
 METRICS = ("recall", "first_link_ok")
@@ -33,19 +33,15 @@ METRICS = ("recall", "first_link_ok")
 def rescore(row: dict[str, Any], phrases: tuple[str, ...], urgent_counts: bool) -> dict[str, Any]:
     """One stored per-question row under the scoring before (``urgent_counts`` False) or after the change."""
     out = dict(row)
-    answered = row["status"] == "answered"
-    scored = answered or (urgent_counts and bool(row["urgent"]))
-    found = phrases_found(row["reply"], phrases) if scored else [False] * len(phrases)
-    out["recall"] = sum(found) / len(found)
-    out["missing"] = [p for p, ok in zip(phrases, found, strict=True) if not ok]
     docs = row.get("link_docs") or ([row["first_link_doc"]] if row.get("first_link_doc") else [])
     urgent_docs = set(row.get("urgent_cards") or [])
-    answer_doc = next((d for d in docs if d not in urgent_docs), None)
-    out["first_link_ok"] = row["first_link_doc"] == row["card_id"] or (
-        urgent_counts and bool(urgent_docs) and answer_doc == row["card_id"]
+    found, out["first_link_ok"], scored = key_facts_and_link(
+        row["status"], bool(row["urgent"]), row["reply"], phrases, docs, urgent_docs, row["card_id"], urgent_counts
     )
+    out["recall"] = sum(found) / len(found)
+    out["missing"] = [p for p, ok in zip(phrases, found, strict=True) if not ok]
     if urgent_counts:
-        out["scored"] = "reply" if answered else "urgent" if scored else "none"
+        out["scored"] = scored
     else:
         out.pop("scored", None)
     return out
