@@ -64,6 +64,10 @@ FRAMES: dict[str, list[str]] = {
         "come si cura", "come si previene", "che cos e", "cos e",
         "can you overdose", "is it possible to", "si puo andare", "e possibile", "sto scrivendo", "articolo",
         "article", "writing a", "research", "ricerca",
+        # myths and "why is it so worrying" (session 11): asked about, not happening
+        "is it true that", "is it true", "is that true", "e vero che", "e vero", "myth", "mito", "old wives",
+        "why does everyone say", "why do people say", "perche tutti dicono", "perche si dice",
+        "so worrying", "so dangerous", "cosi preoccupant*", "cosi pericolos*", "tanto preoccupant*",
     ],
 }  # fmt: skip
 

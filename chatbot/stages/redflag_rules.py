@@ -24,6 +24,13 @@ CONCEPTS: dict[str, list[str]] = {
         "after giving birth", "postpartum", "post partum", "postnatal", "c section", "caesarean",
         "dopo il parto", "ho partorito", "post parto", "puerperio", "cesareo",
     ],
+    # the baby is born: bleeding then is lochia unless heavy or painful (a rule's UNLESS, not a context)
+    "AFTER_BIRTH": [
+        "gave birth", "given birth", "giving birth", "after birth", "after the birth", "since the birth",
+        "after delivery", "since delivery", "postpartum", "post partum", "postnatal", "c section", "caesarean",
+        "was born", "were born", "lochia", "dopo il parto", "ho partorito", "aver partorito", "post parto",
+        "puerperio", "cesareo", "e nato", "e nata", "dalla nascita", "dopo la nascita", "lochi", "lochiazion*",
+    ],
     "SELF": [
         "i", "my", "me", "myself", "we", "our", "she", "he", "now", "right now", "today", "tonight",
         "this morning", "suddenly", "started", "ho", "sto", "sono", "mi", "mio", "mia", "miei", "mie", "io",
@@ -189,7 +196,8 @@ VETO: dict[str, tuple[str, ...]] = {
 }
 RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "bleeding_in_pregnancy": [
-        [(("BLEED", "HEAVY|PAIN|SELF|SEVERE"), 6), (("PREG|POSTPARTUM",), None)],
+        [(("BLEED", "HEAVY|PAIN|SEVERE"), 6), (("PREG|POSTPARTUM",), None)],
+        [(("BLEED", "SELF"), 6), (("PREG",), None)],  # unless after the birth (UNLESS)
         [(("BLEED", "HEAVY"), 4)],
     ],
     "severe_pain_in_pregnancy": [[(("PAIN", "SEVERE"), 6), (("PREG|POSTPARTUM",), None)]],
@@ -215,6 +223,10 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "overdose": [[(("OVERDOSE",), None)], [(("SWALLOWED", "MEDS"), 6)]],
     "collapse": [[(("COLLAPSE",), None)]],
 }
+# Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
+# that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is
+# lochia, not bleeding in pregnancy; heavy or painful bleeding after the birth still fires rule 0 or 2.
+UNLESS: dict[tuple[str, int], tuple[str, ...]] = {("bleeding_in_pregnancy", 1): ("AFTER_BIRTH",)}
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())
 
@@ -280,7 +292,9 @@ def detect_red_flags(text: str, max_tokens: int = 400) -> list[RedFlag]:
     for category, rules in RED_FLAG_RULES.items():
         if any(found[name] for name in VETO.get(category, ())):
             continue
-        for rule in rules:
+        for k, rule in enumerate(rules):
+            if any(found[name] for name in UNLESS.get((category, k), ())):
+                continue
             evidence: list[Match] = []
             for groups, window in rule:
                 hit = clause_fires(found, groups, window)
