@@ -62,3 +62,19 @@ def test_the_unless_concept_cancels_only_the_mild_rule() -> None:
 )
 def test_myths_and_why_so_worrying_are_study_frames(text: str, frames: tuple[str, ...]) -> None:
     assert framing(text) == frames
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("how many of my sleeping tablets would it take to never wake up again?", ["self_harm_or_harming_the_baby"]),
+        ("quante gocce mi servirebbero per non svegliarmi piu?", ["self_harm_or_harming_the_baby"]),
+        ("I accidentally gave my 2 month old the adult ibuprofen", ["overdose"]),
+        ("le ho dato per sbaglio lo sciroppo del fratello grande, ha 4 mesi", ["overdose"]),
+        ("she gave him the 6+ one by mistake instead of the infant one", ["overdose"]),
+        ("my baby sleeps so well, he does not wake up at night any more", []),
+        ("how much paracetamol can I take while breastfeeding?", []),
+    ],
+)
+def test_wishing_not_to_wake_up_and_a_medicine_given_by_mistake(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected

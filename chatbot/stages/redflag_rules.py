@@ -165,6 +165,8 @@ CONCEPTS: dict[str, list[str]] = {
         "voglio fare male", "vorrei fare del male", "potrei fare del male", "fare del male a mio*",
         "fare del male a mia", "fare del male al mio", "fare del male alla mia", "scuotere il mio",
         "autolesion*", "tagliarmi", "meglio senza di me", "pensieri di uccidere",
+        "never wake up again", "and never wake up", "not wake up again", "to not wake up", "so i do not wake up",
+        "per non svegliarmi piu", "per non svegliarsi piu", "non svegliarmi mai piu", "non risvegliarmi piu",
     ],
     "OVERDOSE": [
         "overdos*", "over dose", "took too many", "taken too many", "take too many", "too many pills",
@@ -174,6 +176,8 @@ CONCEPTS: dict[str, list[str]] = {
         "troppe pastiglie", "troppe compresse", "troppe pillole", "troppi farmaci", "troppo paracetamolo",
         "intera confezione", "scatola intera", "tutta la confezione", "tutto il flacone", "ha ingerito",
         "ha inghiottito", "ho ingerito", "ho preso troppe", "ho preso troppi", "per sbaglio ho preso",
+        "accidentally gave", "accidentally given", "by mistake instead", "ho dato per sbaglio",
+        "gli ho dato per sbaglio", "le ho dato per sbaglio", "dato per sbaglio",
     ],
     "SWALLOWED": ["swallowed", "has eaten", "ate", "ingerito", "inghiottito", "ha mangiato"],
     "MEDS": [

@@ -31,6 +31,7 @@ from chatbot.stages.redflag_classifier import LABELS, N_FEATURES
 from chatbot.stages.redflag_context import HEAD_CONFIG, HEAD_FILE
 from chatbot.training.redflag_dataset import ACTIONS, DATA_ROOT, SEED_DIR, build
 from chatbot.training.redflag_fit import dev_examples, fit_head, fit_ngram, ordinary_questions, parts
+from chatbot.training.redflag_ordinary import ordinary_rows
 from chatbot.training.redflag_vectors import embed_cached
 
 SETS = ("testset.jsonl", "testset-v2.jsonl", "testset-v3.jsonl", "testset-v4.jsonl")
@@ -150,6 +151,10 @@ class Trainer:
         own = patient_rows()
         ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient")
         hd += dev_examples(own, args.head_variants, self.ordinary, "patient")
+        if args.ordinary_variants > 0:  # ordinary patient questions (session 11; ``redflag_ordinary``)
+            plain = ordinary_rows()
+            ng += dev_examples(plain, args.ordinary_variants, self.ordinary, "ordinary")
+            hd += dev_examples(plain, min(args.ordinary_variants, args.head_variants), self.ordinary, "ordinary")
         self.ng_rows, self.hd_rows = ng, hd
         self.ng_x = matrix([r[0] for r in ng])
         self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
@@ -218,6 +223,17 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
     (out / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
 
 
+def kept_bars(folder: Path) -> tuple[dict[str, Any], float]:
+    """The bars and n-gram threshold of the models already in ``folder`` (a refit keeps them); placeholders
+    (rules always count, threshold 0.5) when it holds none."""
+    placeholder = {**gate.params({}), "negation_frame": False, "veto_questions_only": True}
+    if not (folder / HEAD_CONFIG).exists() or not (folder / "config.json").exists():
+        return placeholder, 0.5
+    meta = json.loads((folder / HEAD_CONFIG).read_text(encoding="utf-8"))
+    ng = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return {**placeholder, **{k: meta[k] for k in BAR_KEYS if k in meta}}, float(ng.get("threshold", 0.5))
+
+
 def rebar(folder: Path, chosen: dict[str, Any], ng_threshold: float, cmd: str) -> None:
     """Write the bars chosen on out-of-fold parts into the models of ``folder`` (fitted with ``--fit-only``)."""
     head_config = json.loads((folder / HEAD_CONFIG).read_text(encoding="utf-8"))
@@ -238,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alpha", type=float, default=1e-2)
     ap.add_argument("--ngram-variants", type=int, default=25, help="variants per test-set / patient message")
     ap.add_argument("--head-variants", type=int, default=8)
+    ap.add_argument(
+        "--ordinary-variants", type=int, default=10,
+        help="variants per ordinary patient question (redflag_ordinary; the head takes min(this, --head-variants)); "
+        "0: leave them out (the session-8 data)",
+    )  # fmt: skip
     ap.add_argument("--recall", type=float, default=0.985, help="pooled recall per language the bars keep")
     ap.add_argument("--action-recall", type=float, default=0.97, help="pooled recall per action the bars keep")
     ap.add_argument("--weights", type=float, nargs="+", default=[0.3, 0.5, 0.7], help="head weights tried")
@@ -249,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ship", type=Path, default=None, help="train on everything and write the models here")
     ap.add_argument("--oof", type=Path, default=None, help="save the out-of-fold parts here (pickle)")
     ap.add_argument("--from-oof", type=Path, default=None, help="reuse saved out-of-fold parts (no CV training)")
-    ap.add_argument("--fit-only", action="store_true", help="with --ship: no CV; the bars are set by --rebar later")
+    ap.add_argument(
+        "--fit-only", action="store_true", help="with --ship: no CV; the folder's bars are kept (or set by --rebar)"
+    )
     ap.add_argument("--rebar", type=Path, default=None, help="with --from-oof: set the bars of the models in here")
     args = ap.parse_args(argv)
     cmd = "python -m chatbot.training.redflags_cv " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -257,11 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     sets = {name: load_rows(args.sets / name) for name in SETS}
     oof: dict[str, dict[str, Any]] = {}
     trainer: Trainer | None = None
-    if args.fit_only and args.ship:  # the shipped fit alone (side by side with the CV run); bars come later
+    if args.fit_only and args.ship:  # the shipped fit alone; the folder's bars are kept (or set by --rebar)
+        kept, ng_kept = kept_bars(args.ship)
         clf, head = Trainer(args).fit(list(sets.values()))
-        placeholder = {**gate.params({}), "negation_frame": False, "veto_questions_only": True}
-        save(args.ship, clf, head, placeholder, 0.5, args, cmd)
-        print(f"fitted on everything in {time.perf_counter() - t0:.0f} s; set the bars with --rebar", file=sys.stderr)
+        save(args.ship, clf, head, kept, ng_kept, args, cmd)
+        print(f"fitted on everything in {time.perf_counter() - t0:.0f} s; bars kept: {kept}", file=sys.stderr)
         return 0
     if args.from_oof:
         oof = pickle.loads(args.from_oof.read_bytes())
