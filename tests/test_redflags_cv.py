@@ -48,3 +48,19 @@ def test_no_setting_that_keeps_the_recall_is_an_error():
     r = run([0.9] * 7 + [0.8] + [0.85, 0.3], [True] * 8 + [False, False])
     with pytest.raises(RuntimeError, match="keeps the recall"):
         choose([r], recall=1.01, action_recall=1.0, weights=(0.5,), max_veto=0.0)  # above 1: never kept
+
+
+def test_a_refit_keeps_the_bars_of_the_folder_it_writes_to(tmp_path):
+    from chatbot.training.redflags_cv import kept_bars
+
+    bars, ng = kept_bars(tmp_path)  # nothing there: rules always count, threshold 0.5
+    assert (bars["veto"], bars["negation_frame"], ng) == (0.0, False, 0.5)
+    (tmp_path / "context-head.json").write_text(
+        '{"threshold": 0.5, "veto": 0.06, "framed_threshold": 0.9, "framed_veto": 0.81, "weight": 0.5, '
+        '"negation_frame": true, "veto_questions_only": true, "seed": 20}'
+    )
+    (tmp_path / "config.json").write_text('{"threshold": 0.44}')
+    bars, ng = kept_bars(tmp_path)
+    assert bars == {"weight": 0.5, "threshold": 0.5, "veto": 0.06, "framed_threshold": 0.9, "framed_veto": 0.81,
+                    "veto_questions_only": True, "negation_frame": True}  # fmt: skip
+    assert ng == 0.44
