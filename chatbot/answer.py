@@ -193,6 +193,7 @@ def _answer(
     from chatbot.stages.support import support_scorer
 
     ccfg = services.settings.compose
+    urgent_text = urgent.get("urgent_message") if urgent.get("urgent") else None
     stage_event("compose")
     t1 = time.perf_counter()
     llm = scorer = None
@@ -225,6 +226,8 @@ def _answer(
             answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
             # an exclusion question's reply leaves out the sentences that name what the patient excluded
             exclude=chosen.mentions_excluded if chosen.excluded else None,
+            # the urgent message goes first in the reply (answer_object.outcome): the limit is the whole reply's
+            reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
         )
 
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)

@@ -49,6 +49,7 @@ def capture(items: Sequence[ReplyItem], services: Any, path: Path) -> dict[str, 
             hits=list(hits),
             language=kwargs.get("language", "en"),
             documents={d: list(fetch(d)) if fetch else [] for d in docs},
+            reserved_chars=kwargs.get("reserved_chars", 0),
         )
         return real(question, hits, **kwargs)
 
@@ -85,6 +86,7 @@ def replay(
         language=captured["language"],
         document_segments=lambda d: docs.get(d, []),
         answer_model=answer_model,
+        reserved_chars=captured.get("reserved_chars", 0),
     )
     text = f"{composed.language_note}\n\n{composed.text}" if composed.language_note and composed.text else composed.text
     return text, composed.trace

@@ -311,3 +311,60 @@ def test_an_urgent_card_that_is_the_best_match_stays_first(tmp_path, fake_embedd
     ans = answer("asthma asthma attack", services, "dense")
 
     assert ans["links"][0]["url"] == "https://example.org/999"
+
+
+# -- the length limit holds for the whole reply, urgent message included ---------------------------------
+
+
+def _urgent_reply(tmp_path, fake_embedder, monkeypatch, urgent_message: str | None) -> dict:
+    from chatbot.stages import redflags
+
+    docs = [
+        Document(
+            "fever",
+            "Card F",
+            "https://example.org/fever",
+            "Give plenty of fluids to a baby with a fever. Call your GP straight away if the baby is under 3 months.",
+        ),
+        Document("sleep", "Card S", "https://example.org/sleep", "Sleep on your back."),
+    ]
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "urgent-length", "exact": True},
+        rerank={"kind": "none"},
+        embedding={"model": "minilm"},
+        safety={"min_relevance_dense": {"minilm": 0.0}},
+        compose={"max_chars": 150},
+    )
+    services = indexed_services(settings, fake_embedder, docs, max_chars=300, min_chars=10)
+    fields = {"urgent": False}
+    if urgent_message is not None:
+        fields = {
+            "urgent": True,
+            "urgent_message": urgent_message,
+            "urgent_action": "emergency",
+            "urgent_links": [],
+            "urgent_cards": [],
+        }
+    monkeypatch.setattr(redflags, "screen", lambda *a, **k: redflags.Screen(urgent_message is not None))
+    monkeypatch.setattr(redflags, "urgent_fields", lambda *a, **k: fields)
+    return answer("What should I do about a fever in my baby?", services, "dense")
+
+
+def test_an_urgent_message_and_the_answer_under_it_keep_to_the_length_limit(tmp_path, fake_embedder, monkeypatch):
+    answer_only = "Give plenty of fluids to a baby with a fever."
+    both = f"{answer_only} Call your GP straight away if the baby is under 3 months."
+    short_urgent = "URGENT: call 999 now."  # 21 characters + the blank line: 127 left of 150, both sentences fit
+    long_urgent = "URGENT: " + "call 999 now; " * 8  # 120 characters: 28 left, the answering sentence alone
+
+    plain = _urgent_reply(tmp_path, fake_embedder, monkeypatch, None)
+    short = _urgent_reply(tmp_path, fake_embedder, monkeypatch, short_urgent)
+    long = _urgent_reply(tmp_path, fake_embedder, monkeypatch, long_urgent)
+
+    assert plain["reply"] == both and len(both) == 103
+    assert short["reply"] == f"{short_urgent}\n\n{both}" and len(short["reply"]) == 126
+    # the answer never goes: a false alarm must not cost the patient the answer; the urgent text is never cut
+    assert long["reply"] == f"{long_urgent}\n\n{answer_only}" and len(long["reply"]) == 167
+    assert long["trace"]["compose"]["room"] == {"reserved": 122, "chars": 28}
+    assert short["trace"]["compose"]["room"] == {"reserved": 23, "chars": 127}
+    assert "room" not in plain["trace"]["compose"]

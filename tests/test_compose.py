@@ -476,3 +476,13 @@ def test_bi_encoder_support_is_the_best_cosine_against_evidence_sentences(fake_e
     scores = BiEncoderSupport(fake_embedder)(["asthma at night", "diabetes"], [ASTHMA.text])
 
     assert scores.tolist() == pytest.approx([1.0, 0.0])
+
+
+def test_the_room_left_by_an_urgent_message_keeps_the_answer_and_cuts_the_rest():
+    from chatbot.stages.compose import answer_room, within_room
+
+    reply = "Give fluids. Call your GP straight away if the baby is under 3 months. Fever is 38C."
+    assert (answer_room(600, 0), answer_room(600, 450), answer_room(600, 800)) == (600, 150, 0)
+    assert within_room(reply, 200) == reply
+    assert within_room(reply, 70) == "Give fluids. Call your GP straight away if the baby is under 3 months."
+    assert within_room(reply, 0) == "Give fluids."  # the first sentence (the answer) always stays

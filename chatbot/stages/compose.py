@@ -28,6 +28,25 @@ from chatbot.stages.generative import LLM, compose_generative
 # -- compose + validate --------------------------------------------------------------------------------
 
 
+def answer_room(max_chars: int, reserved_chars: int = 0) -> int:
+    """The characters left to the composed text when ``reserved_chars`` of the reply come before it (an urgent
+    message): ``max_chars`` less them, at least 0. The urgent message is certified safety text and is never cut;
+    the composer always keeps its answering unit (alone when even that does not fit: a false alarm must not cost
+    the patient the answer), and adds the rest only within the room."""
+    return max(0, max_chars - max(0, reserved_chars))
+
+
+def within_room(text: str, room: int) -> str:
+    """A validated generative reply held to ``room``: whole sentences within it, and never less than its first
+    sentence (the answer; the reply-length validator already held it to max_chars)."""
+    from chatbot.sentences import split_sentences, truncate_to_sentences
+
+    if len(text) <= room:
+        return text
+    sentences = split_sentences(text)
+    return truncate_to_sentences(text, max(room, len(sentences[0]) if sentences else 0))
+
+
 @dataclass
 class ComposedReply:
     """The validated reply text, the mode that produced it, and the trace of every attempt."""
@@ -70,6 +89,7 @@ def compose_reply(
     document_segments: Callable[[str], Sequence[Any]] | None = None,
     answer_model: AnswerModel | None = None,
     exclude: Callable[[str], bool] | None = None,
+    reserved_chars: int = 0,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -79,9 +99,14 @@ def compose_reply(
     ``document_segments(doc_id)`` the segments of a document (the answer may sit just outside the retrieved
     segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for);
     ``exclude(sentence)`` keeps sentences out of the answer-first reply (what an exclusion question excluded).
+    ``reserved_chars``: characters the reply already holds in front of the composed text (the urgent message and
+    the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``).
     """
     cfg = settings
     trace: dict[str, Any] = {"mode_requested": cfg.mode, "attempts": []}
+    room = answer_room(cfg.max_chars, reserved_chars)
+    if reserved_chars:
+        trace["room"] = {"reserved": reserved_chars, "chars": room}
     if cfg.mode == "generative":
         reason = None
         if llm is None:
@@ -125,19 +150,19 @@ def compose_reply(
                     reason = f"only {share:.0%} of sentences supported (< {cfg.min_supported_share:.0%})"
                 else:
                     trace["mode_used"] = "generative"
-                    return ComposedReply(result.text, "generative", comp.language_note, trace)
+                    return ComposedReply(within_room(result.text, room), "generative", comp.language_note, trace)
         trace["fallback"] = reason
     start = time.perf_counter()
     if getattr(cfg, "answer_scorer", "similarity") == "similarity":
         comp = compose_extractive(
-            question, hits, embedder, language, cfg.max_chars, cfg.max_sentences, cfg.min_sentence_score_ratio
+            question, hits, embedder, language, room, cfg.max_sentences, cfg.min_sentence_score_ratio
         )
     else:
         comp = compose_answer_first(
             question,
             hits,
             language,
-            cfg.max_chars,
+            room,
             cfg.max_sentences,
             document_segments,
             answer_model,
