@@ -611,3 +611,61 @@ def test_how_long_opens_with_the_usual_course_not_the_warning_sign() -> None:
         "Contact your midwife if the stump is red, smells or has not come off after about three weeks."
     )
     assert out.detail["answer"]["parts"]["cue"] == 0.8
+
+
+COT_SLEEP = seg(
+    "cot",
+    0,
+    "Where your baby sleeps",
+    "Most babies sleep for 14 to 17 hours a day in the first weeks, in short stretches.",
+    "Safe sleep for babies",
+)
+COT_RULES = seg(
+    "cot",
+    1,
+    "Safe sleep rules",
+    "- Put your baby down on their back for every sleep, day and night. "
+    "- Use a firm, flat mattress with a fitted sheet and no pillows, bumpers or soft toys in the cot. "
+    "- Keep the cot in your bedroom, next to your bed, for at least the first six months. "
+    "- Keep the room at a comfortable temperature and do not overdress your baby for sleep. "
+    "- Keep your baby away from smoke, before and after birth, at home and in the car.",
+    "Safe sleep for babies",
+)
+
+
+def test_a_list_longer_than_the_room_offers_the_item_that_answers_with_its_heading() -> None:
+    def reply(max_chars: int):
+        return compose_answer_first(
+            "how long should the cot stay in our bedroom?",
+            hits(COT_SLEEP),
+            "en",
+            max_chars=max_chars,
+            document_segments=lambda doc_id: [COT_SLEEP, COT_RULES],
+        )
+
+    whole, short = reply(600), reply(200)
+
+    # the 417-character list fits 600 and is quoted whole; in 200 it never could be (the length validator would
+    # cut it before the item that answers), so that item opens the reply, under the list's heading
+    assert whole.text == "Safe sleep rules\n" + COT_RULES.text.replace(". - ", ".\n- ") + "\n\n" + COT_SLEEP.text
+    assert short.text == (
+        "Safe sleep rules\n- Keep the cot in your bedroom, next to your bed, for at least the first six months.\n\n"
+        "Most babies sleep for 14 to 17 hours a day in the first weeks, in short stretches."
+    )
+    assert short.pieces[0]["sentences"] == [0, 2] and short.pieces[0]["role"] == "answer"
+
+
+def test_a_list_item_after_another_piece_of_its_list_does_not_repeat_the_heading() -> None:
+    from chatbot.stages.answer_select import join_units
+
+    def unit(first: int, last: int, text: str) -> Candidate:
+        return Candidate(text, "cot", "cot#1", 0, 1, first, last, is_list=True)
+
+    # two lists of one segment under one heading (a sentence between them); the second one's item joins the first
+    first = unit(0, 0, "Safe sleep rules\n- Put your baby down on their back for every sleep, day and night.")
+    third = unit(2, 3, "Safe sleep rules\n- Keep the cot in your bedroom, next to your bed, for at least six months.")
+
+    assert join_units([first, third]) == (
+        "Safe sleep rules\n- Put your baby down on their back for every sleep, day and night.\n"
+        "- Keep the cot in your bedroom, next to your bed, for at least six months."
+    )

@@ -18,11 +18,30 @@ from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE, Composition, hits_in_
 AnswerModel = Callable[[str, Sequence[str]], Sequence[float]]  # (question, unit texts) -> one score each
 
 
+def _pieces(unit: Any, room: int | None) -> list[tuple[int, int, str, bool]]:
+    """(first, last, text, is_list) of what a unit offers: itself, or, for a list longer than ``room`` (it can
+    never be shown whole: the reply-length validator would cut it), what can be: its first items that fit, and
+    each item alone, each with what introduces the list (its intro sentence or the section heading). Their
+    spans start at the list's start, so two pieces of one list never share a reply."""
+    if room is None or not unit.is_list or not unit.items or len(unit.text) <= room:
+        return [(unit.first, unit.last, unit.text, unit.is_list)]
+    head = [unit.head] if unit.head else []
+    lines, last = list(head), None
+    for _, end, line in unit.items:
+        if len("\n".join([*lines, line])) > room:
+            break
+        lines.append(line)
+        last = end
+    prefix = [(unit.first, last, "\n".join(lines), True)] if last is not None and len(lines) - len(head) > 1 else []
+    return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in unit.items]
+
+
 def answer_candidates(
     hits: Sequence[Hit],
     use: Sequence[Hit],
     document_segments: Callable[[str], Sequence[Any]] | None = None,
     exclude: Callable[[str], bool] | None = None,
+    room: int | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(candidate units, segments of the top document that were not retrieved): the units of the hits in
     ``use`` and of the rest of the top used document (of each language, when ``use`` mixes two), each
@@ -45,25 +64,26 @@ def answer_candidates(
         segments += [(s, False) for s in extra]
     units: list[Candidate] = []
     for seg, retrieved in segments:
-        for u in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
-            if exclude is not None and exclude(u.text):
-                continue
-            units.append(
-                Candidate(
-                    text=u.text,
-                    doc_id=seg.doc_id,
-                    segment_id=seg.id,
-                    doc_rank=doc_rank.get(seg.doc_id, len(doc_rank)),
-                    position=seg.position,
-                    first=u.first,
-                    last=u.last,
-                    heading=seg.heading,
-                    title=seg.title,
-                    retrieved=retrieved,
-                    is_list=u.is_list,
-                    language=seg.language or "",
+        for unit in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
+            for first, last, text, is_list in _pieces(unit, room):
+                if exclude is not None and exclude(text):
+                    continue
+                units.append(
+                    Candidate(
+                        text=text,
+                        doc_id=seg.doc_id,
+                        segment_id=seg.id,
+                        doc_rank=doc_rank.get(seg.doc_id, len(doc_rank)),
+                        position=seg.position,
+                        first=first,
+                        last=last,
+                        heading=seg.heading,
+                        title=seg.title,
+                        retrieved=retrieved,
+                        is_list=is_list,
+                        language=seg.language or "",
+                    )
                 )
-            )
     return units, extra
 
 
@@ -87,7 +107,7 @@ def compose_answer_first(
     use, note = hits_in_language(hits, language)
     # the patient's language has hits, and so has another: both compete (chatbot.stages.answer_select.by_language)
     mixed = note is None and language in OTHER_LANGUAGE_NOTE and len(use) < len(hits)
-    units, extra = answer_candidates(hits, list(hits) if mixed else use, document_segments, exclude)
+    units, extra = answer_candidates(hits, list(hits) if mixed else use, document_segments, exclude, max_chars)
     if not units:
         return Composition("extractive", "", note)
     kind = question_type(question)

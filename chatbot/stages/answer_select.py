@@ -317,14 +317,19 @@ def select_units(
 
 def join_units(units: Sequence[Candidate]) -> str:
     """The reply text: units of one segment run on in one paragraph (lists on their own lines), a new
-    segment or document starts a new paragraph."""
+    segment or document starts a new paragraph; a list item right after another piece of its list does not
+    repeat what introduces the list."""
     out = ""
     for k, u in enumerate(units):
+        text = u.text
         if k:
             prev = units[k - 1]
             if u.segment_id != prev.segment_id:
                 out += "\n\n"
             else:
                 out += "\n" if (u.is_list or prev.is_list) else " "
-        out += u.text
+                head, _, rest = text.partition("\n")
+                if u.is_list and prev.is_list and rest and prev.text.partition("\n")[0] == head:
+                    text = rest
+        out += text
     return out

@@ -54,12 +54,16 @@ class Unit:
     text: str
     is_list: bool = False
     score: float = 0.0
+    # a list: what introduces it (its intro sentence or the section heading) and its items, each (first, last, text)
+    head: str = ""
+    items: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def segment_units(sentences: Sequence[str], rank: int, heading: str = "", keep_short: bool = False) -> list[Unit]:
     """Sentences become units. A run of list items ("- ...") is one unit with its intro sentence (ending
-    with ':'), or else with the section heading, so an item never appears without what it lists. An
-    anaphoric sentence ("This ...", "It ...") takes the sentence before it so it keeps its subject."""
+    with ':'), or else with the section heading, so an item never appears without what it lists (the unit
+    keeps both, ``head`` and ``items``). An anaphoric sentence ("This ...", "It ...") takes the sentence before
+    it so it keeps its subject."""
     units: list[Unit] = []
     i = 0
     while i < len(sentences):
@@ -68,7 +72,7 @@ def segment_units(sentences: Sequence[str], rank: int, heading: str = "", keep_s
             j = i
             while j + 1 < len(sentences) and sentences[j + 1].startswith("- "):
                 j += 1
-            items = list(sentences[i : j + 1])
+            items = [(k, k, sentences[k]) for k in range(i, j + 1)]
             first = i
             if units and not units[-1].is_list and units[-1].text.rstrip().endswith(":") and units[-1].last == i - 1:
                 intro = units.pop()
@@ -76,7 +80,8 @@ def segment_units(sentences: Sequence[str], rank: int, heading: str = "", keep_s
                 head = [intro.text]
             else:
                 head = [heading] if heading else []
-            units.append(Unit(rank, first, j, "\n".join([*head, *items]), is_list=True))
+            text = "\n".join([*head, *(line for _, _, line in items)])
+            units.append(Unit(rank, first, j, text, is_list=True, head=head[0] if head else "", items=items))
             i = j + 1
             continue
         if _ANAPHORA.match(s) and i > 0 and not sentences[i - 1].startswith("- "):
