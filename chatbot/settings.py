@@ -762,6 +762,12 @@ class ComposeSettings(_Group):
         "+cross-encoder add a model's score (slower); similarity: the older topic composer "
         "(evaluation/results/replies.md).",
     )
+    trained_types: list[Literal["how_much", "how_long", "when", "why", "what_to_do", "yes_no"]] = Field(
+        default=["why"],
+        description="Extractive, answer_scorer=cues: question types whose answer selection adds the trained "
+        "scorer's term (models/answer_scorer; loads e5-onnx). It finds reasons the cues miss, loses instructions "
+        "(evaluation/results/replies-s11.md). Empty: cues alone.",
+    )
     stream_draft: bool = Field(
         default=False,
         description="Generative, patient chat: show the LLM's draft while it is written, replaced by the "

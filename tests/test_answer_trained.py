@@ -240,4 +240,29 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     assert isinstance(english, TrainedAnswerModel) and italian is english
     assert asked == ["e5-onnx"]  # the vectors the head was fitted on, whatever the pipeline's embedder
     assert threads_asked == [services.settings.embedding.threads]  # the pipeline's key: one shared instance
+    services.settings.compose.trained_types = []
     assert answer_model_for(services, "cues", "en") is None
+
+
+def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monkeypatch) -> None:
+    import types
+
+    from chatbot.settings import load_settings
+    from chatbot.stages import answer_first
+    from chatbot.stages.answer_first import TypedAnswerModel, answer_model_for
+
+    loaded: list[str] = []
+
+    def trained(question, texts):
+        return [0.25 for _ in texts]
+
+    monkeypatch.setattr(answer_first, "_trained_model", lambda services: loaded.append("e5-onnx") or trained)
+    services = types.SimpleNamespace(settings=load_settings())
+    model = answer_model_for(services, "cues", "it")
+
+    assert services.settings.compose.trained_types == ["why"]  # the default
+    assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
+    assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []
+    assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
+    assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
+    assert loaded == ["e5-onnx", "e5-onnx"]  # asked per why question (the services' cache keeps one instance)

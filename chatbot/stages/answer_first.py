@@ -116,10 +116,10 @@ def compose_answer_first(
         start = time.perf_counter()
         with_heading = getattr(model, "reads_heading", True)
         texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in units]
-        scores = list(model(question, texts))
+        scores = model(question, texts)
         model_ms = round((time.perf_counter() - start) * 1000, 1)
-        for u, sc in zip(units, scores, strict=True):
-            u.model_score = float(sc)
+        for u, sc in zip(units, scores if scores is not None else [None] * len(units), strict=True):
+            u.model_score = None if sc is None else float(sc)
     ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False))
     if mixed:
         ranked = by_language(question, ranked, language)
@@ -190,19 +190,45 @@ class CrossEncoderAnswerModel:
         return np.asarray(self.reranker.predict([(question, t) for t in texts]), dtype=np.float32)
 
 
+class TypedAnswerModel:
+    """The trained answer scorer's term for some question types only: its scores for a question of one of
+    ``types`` (``answer_cues.question_type``), None (no model term: cues alone) for the others. ``load()`` gives
+    the model the first time a question of those types comes (loading e5-onnx), never before."""
+
+    reads_heading = False  # as TrainedAnswerModel
+    probability = True
+
+    def __init__(self, load: Callable[[], Any], types: Sequence[str]) -> None:
+        self.load = load
+        self.types = frozenset(types)
+
+    def __call__(self, question: str, texts: Sequence[str]) -> Sequence[float] | None:
+        from chatbot.stages.answer_cues import question_type
+
+        return self.load()(question, texts) if question_type(question) in self.types else None
+
+
+def _trained_model(services) -> Any:
+    cache = services.__dict__.setdefault("_answer_models", {})
+    if "trained" not in cache:
+        from chatbot.embedders import load_embedder
+        from chatbot.stages.answer_trained import EMBEDDER, TrainedAnswerModel
+
+        # the pipeline's (kind, threads) key: the same e5-onnx instance when it is the retrieval embedder
+        cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER, services.settings.embedding.threads))
+    return cache["trained"]
+
+
 def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel | None:
     """The model term of compose.answer_scorer for this question: the embedder's cosine (cues+bi-encoder),
     the cross-encoder for English questions (cues+cross-encoder), the trained answer scorer in both languages
-    (cues+trained: chatbot.stages.answer_trained, on e5-onnx vectors), else None (cues alone)."""
+    (cues+trained: chatbot.stages.answer_trained, on e5-onnx vectors; with cues, for the question types of
+    compose.trained_types only), else None (cues alone)."""
     if scorer == "cues+trained":
-        cache = services.__dict__.setdefault("_answer_models", {})
-        if "trained" not in cache:
-            from chatbot.embedders import load_embedder
-            from chatbot.stages.answer_trained import EMBEDDER, TrainedAnswerModel
-
-            # the pipeline's (kind, threads) key: the same e5-onnx instance when it is the retrieval embedder
-            cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER, services.settings.embedding.threads))
-        return cache["trained"]
+        return _trained_model(services)
+    types = getattr(services.settings.compose, "trained_types", [])
+    if scorer == "cues" and types:
+        return TypedAnswerModel(lambda: _trained_model(services), types)
     if scorer == "cues+bi-encoder":
         cache = services.__dict__.setdefault("_answer_models", {})
         if "bi-encoder" not in cache:
