@@ -193,7 +193,7 @@ def _answer(
     from chatbot.stages.support import support_scorer
 
     ccfg = services.settings.compose
-    urgent_text = urgent.get("urgent_message") if urgent.get("urgent") else None
+    urgent_text = urgent.get("urgent_message") if urgent.get("urgent") and ccfg.urgent_in_limit else None
     stage_event("compose")
     t1 = time.perf_counter()
     llm = scorer = None
@@ -227,6 +227,7 @@ def _answer(
             # an exclusion question's reply leaves out the sentences that name what the patient excluded
             exclude=chosen.mentions_excluded if chosen.excluded else None,
             # the urgent message goes first in the reply (answer_object.outcome): the limit is the whole reply's
+            # (compose.urgent_in_limit)
             reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
         )
 

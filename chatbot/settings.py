@@ -741,6 +741,12 @@ class ComposeSettings(_Group):
         description="Length limit of the composed reply (the reply-length validator cuts at a sentence "
         "boundary). Longer gives more context, shorter is easier to read on a phone; 600 is 3-4 sentences.",
     )
+    urgent_in_limit: bool = Field(
+        default=True,
+        description="max_chars holds for the whole reply when an urgent message goes first (never cut; the answer "
+        "under it keeps its answering sentence). Off: the answer gets max_chars of its own, longer urgent "
+        "replies that keep more key facts (evaluation/results/replies-s11.md).",
+    )
     max_sentences: int = Field(
         default=4,
         ge=1,

@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"capturing {name} ({len(items)} questions)", file=sys.stderr)
         captures[name] = capture(items, services, path)
     model_for = None
-    if args.scorer != "cues":
+    if args.scorer != "cues" or settings.compose.trained_types:  # cues add the trained term for those types
         if services is None:
             services = Services(settings)
         from chatbot.stages.answer_first import answer_model_for

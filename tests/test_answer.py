@@ -316,7 +316,7 @@ def test_an_urgent_card_that_is_the_best_match_stays_first(tmp_path, fake_embedd
 # -- the length limit holds for the whole reply, urgent message included ---------------------------------
 
 
-def _urgent_reply(tmp_path, fake_embedder, monkeypatch, urgent_message: str | None) -> dict:
+def _urgent_reply(tmp_path, fake_embedder, monkeypatch, urgent_message: str | None, in_limit: bool = True) -> dict:
     from chatbot.stages import redflags
 
     docs = [
@@ -334,7 +334,7 @@ def _urgent_reply(tmp_path, fake_embedder, monkeypatch, urgent_message: str | No
         rerank={"kind": "none"},
         embedding={"model": "minilm"},
         safety={"min_relevance_dense": {"minilm": 0.0}},
-        compose={"max_chars": 150},
+        compose={"max_chars": 150, "urgent_in_limit": in_limit},
     )
     services = indexed_services(settings, fake_embedder, docs, max_chars=300, min_chars=10)
     fields = {"urgent": False}
@@ -368,3 +368,6 @@ def test_an_urgent_message_and_the_answer_under_it_keep_to_the_length_limit(tmp_
     assert long["trace"]["compose"]["room"] == {"reserved": 122, "chars": 28}
     assert short["trace"]["compose"]["room"] == {"reserved": 23, "chars": 127}
     assert "room" not in plain["trace"]["compose"]
+    # compose.urgent_in_limit off: the answer under the message has max_chars of its own
+    apart = _urgent_reply(tmp_path, fake_embedder, monkeypatch, long_urgent, in_limit=False)
+    assert apart["reply"] == f"{long_urgent}\n\n{both}" and "room" not in apart["trace"]["compose"]
