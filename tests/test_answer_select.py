@@ -669,3 +669,30 @@ def test_a_list_item_after_another_piece_of_its_list_does_not_repeat_the_heading
         "Safe sleep rules\n- Put your baby down on their back for every sleep, day and night.\n"
         "- Keep the cot in your bedroom, next to your bed, for at least six months."
     )
+
+
+def test_a_model_with_a_shortlist_scores_only_the_units_the_cues_rank_highest() -> None:
+    seen: list[list[str]] = []
+
+    class Shortlisted:
+        reads_heading = False
+        probability = True
+        shortlist = 2
+
+        def __call__(self, question, texts):
+            seen.append(list(texts))
+            return [0.5] * len(texts)
+
+    out = compose_answer_first(
+        "Why is green tea a worry?", hits(TEA_WHY), "en", document_segments=lambda d: TEA_DOC, model=Shortlisted()
+    )
+
+    # the reason (a "because" cue) and the first sentence of its segment rank first on the cues; the others get 0
+    assert seen == [
+        [
+            "Large amounts have been linked to a lower birth weight because caffeine crosses the placenta.",
+            "Green tea contains caffeine.",
+        ]
+    ]
+    assert out.detail["answer"]["parts"]["model"] == 0.5
+    assert out.text.startswith("Large amounts have been linked to a lower birth weight")

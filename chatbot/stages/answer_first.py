@@ -115,11 +115,17 @@ def compose_answer_first(
     if model is not None:
         start = time.perf_counter()
         with_heading = getattr(model, "reads_heading", True)
-        texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in units]
+        # a model with a ``shortlist`` scores only the units the cues rank that high (the rest get 0): it embeds
+        # fewer sentences, and a unit the cues put far down does not open the reply on the model alone
+        limit = getattr(model, "shortlist", None)
+        scored = score_units(question, kind, list(units))[:limit] if limit else units
+        texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in scored]
         scores = model(question, texts)
         model_ms = round((time.perf_counter() - start) * 1000, 1)
-        for u, sc in zip(units, scores if scores is not None else [None] * len(units), strict=True):
-            u.model_score = None if sc is None else float(sc)
+        if scores is not None:
+            by_unit = {id(u): float(sc) for u, sc in zip(scored, scores, strict=True)}
+            for u in units:
+                u.model_score = by_unit.get(id(u), 0.0)
     ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False))
     if mixed:
         ranked = by_language(question, ranked, language)
@@ -190,6 +196,11 @@ class CrossEncoderAnswerModel:
         return np.asarray(self.reranker.predict([(question, t) for t in texts]), dtype=np.float32)
 
 
+# The trained term (for compose.trained_types) scores the cues' best SHORTLIST units only (latency: each unit is
+# embedded with e5-onnx the first time it is seen).
+SHORTLIST = 16
+
+
 class TypedAnswerModel:
     """The trained answer scorer's term for some question types only: its scores for a question of one of
     ``types`` (``answer_cues.question_type``), None (no model term: cues alone) for the others. ``load()`` gives
@@ -197,6 +208,7 @@ class TypedAnswerModel:
 
     reads_heading = False  # as TrainedAnswerModel
     probability = True
+    shortlist = SHORTLIST
 
     def __init__(self, load: Callable[[], Any], types: Sequence[str]) -> None:
         self.load = load
