@@ -266,3 +266,23 @@ def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monke
     assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
     assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
     assert loaded == ["e5-onnx", "e5-onnx"]  # asked per why question (the services' cache keeps one instance)
+
+
+def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> None:
+    from chatbot.stages.answer_first import TypedAnswerModel, compose_answer_first
+    from tests.test_answer_select import TEA_DOC, TEA_WHY, hits
+
+    def missing():
+        raise FileNotFoundError("models/answer_scorer/answer_scorer.npz is missing")
+
+    model = TypedAnswerModel(missing, ["why"])
+    with_model = compose_answer_first(
+        "Why is green tea a worry?", hits(TEA_WHY), "en", document_segments=lambda d: TEA_DOC, model=model
+    )
+    cues = compose_answer_first("Why is green tea a worry?", hits(TEA_WHY), "en", document_segments=lambda d: TEA_DOC)
+
+    assert with_model.text == cues.text
+    assert "model" not in with_model.detail["answer"]["parts"]
+    assert with_model.detail["answer"]["model_error"] == (
+        "FileNotFoundError: models/answer_scorer/answer_scorer.npz is missing"
+    )

@@ -161,6 +161,8 @@ def compose_answer_first(
     }
     if model_ms is not None:
         detail["answer"]["model_ms"] = model_ms
+    if getattr(model, "error", None):
+        detail["answer"]["model_error"] = model.error
     used_extra = {u.segment_id for u in chosen if not u.retrieved}
     certified_extra = [s.text for s in extra if s.id in used_extra] + [s.heading for s in extra if s.id in used_extra]
     return Composition("extractive", join_units(chosen), note, pieces, detail, certified_extra)
@@ -213,11 +215,19 @@ class TypedAnswerModel:
     def __init__(self, load: Callable[[], Any], types: Sequence[str]) -> None:
         self.load = load
         self.types = frozenset(types)
+        self.error: str | None = None  # why the model could not be loaded (the cues then answer alone; traced)
 
     def __call__(self, question: str, texts: Sequence[str]) -> Sequence[float] | None:
         from chatbot.stages.answer_cues import question_type
 
-        return self.load()(question, texts) if question_type(question) in self.types else None
+        if question_type(question) not in self.types:
+            return None
+        try:
+            model = self.load()
+        except (OSError, ValueError) as exc:  # weights or e5-onnx missing: the cues still make a reply
+            self.error = f"{type(exc).__name__}: {exc}"[:300]
+            return None
+        return model(question, texts)
 
 
 def _trained_model(services) -> Any:
