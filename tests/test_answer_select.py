@@ -696,3 +696,31 @@ def test_a_model_with_a_shortlist_scores_only_the_units_the_cues_rank_highest() 
     ]
     assert out.detail["answer"]["parts"]["model"] == 0.5
     assert out.text.startswith("Large amounts have been linked to a lower birth weight")
+
+
+def test_the_language_of_the_reply_is_decided_without_the_model_term() -> None:
+    from chatbot.stages.answer_select import by_language
+
+    def unit(language: str, parts: dict[str, float]) -> Candidate:
+        doc = f"{language}-card"
+        return Candidate(
+            "text",
+            doc,
+            f"{doc}#0",
+            0 if language == "en" else 1,
+            0,
+            0,
+            0,
+            language=language,
+            score=sum(parts.values()),
+            parts={"overlap": 0.0, "topic": 0.0, **parts},
+        )
+
+    english, italian = unit("en", {"cue": 2.0}), unit("it", {"cue": 1.0, "model": 2.0})
+    # the Italian unit leads on the model term (3.0 - 0.6 = 2.4 > 2.0) but not on the evidence the language
+    # penalty was fitted on (1.0 - 0.6 < 2.0): an English question keeps its English answer
+    assert [u.language for u in by_language("why is it important?", [italian, english], "en")] == ["en"]
+    # the same Italian unit winning on its cues alone does switch the reply's language, at its score less 0.6
+    italian = unit("it", {"cue": 3.0})
+    out = by_language("why is it important?", [italian, english], "en")
+    assert [(u.language, u.score, u.parts["language"]) for u in out] == [("it", 2.4, -0.6)]

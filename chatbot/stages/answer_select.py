@@ -180,9 +180,16 @@ def by_language(question: str, ranked: Sequence[Candidate], language: str) -> li
         if u.language != language:
             u.parts["language"] = -OTHER_LANGUAGE_PENALTY
             u.score = round(u.score - OTHER_LANGUAGE_PENALTY, 4)
-    out = sorted(ranked, key=lambda u: (-u.score, u.language != language, u.doc_rank, u.position, u.first))
-    if not out or out[0].language != language:
-        return [u for u in out if u.language == out[0].language] if out else out
+    # which language answers is decided without a model term: OTHER_LANGUAGE_PENALTY was fitted on the cues
+    # alone, and the trained "why" term outweighed it ("Why is folic acid so important?" opened with the
+    # Italian card's sentence, replies-s11.md); within the chosen language the model term still ranks
+    decide = sorted(
+        ranked,
+        key=lambda u: (-(u.score - u.parts.get("model", 0.0)), u.language != language, u.doc_rank, u.position),
+    )
+    if decide and decide[0].language != language:
+        out = sorted(ranked, key=lambda u: (-u.score, u.doc_rank, u.position, u.first))
+        return [u for u in out if u.language == decide[0].language]
     own_language = [u for u in ranked if u.language == language]
     for u in own_language:
         u.score, u.parts = kept[id(u)]
