@@ -65,6 +65,30 @@ def test_a_missing_feature_is_a_clear_error():
         MODEL.probability(features)
 
 
+# The same gate with its own bar for Italian questions (the ``italian`` feature): answer at P >= 0.3 there.
+MODEL_IT = GateModel(MODEL.embedder, MODEL.coef, MODEL.intercept, MODEL.mean, MODEL.scale, 0.5, threshold_it=0.3)
+
+
+@pytest.mark.parametrize(
+    ("italian", "dense", "threshold", "probability", "relevant"),
+    [
+        (0.0, 0.85, 0.5, 0.5, True),  # z = 0: at the English bar
+        (0.0, 0.80, 0.5, 1 / (1 + math.exp(0.5)), False),  # z = 10 * -0.05 = -0.5, P = 0.3775 < 0.5
+        (1.0, 0.80, 0.3, 1 / (1 + math.exp(0.5)), True),  # the same P on an Italian question clears 0.3
+        (1.0, 0.75, 0.3, 1 / (1 + math.exp(1.0)), False),  # z = -1.0, P = 0.2689 < 0.3
+    ],
+)
+def test_a_per_language_threshold_decides_italian_questions_by_their_own_bar(
+    italian, dense, threshold, probability, relevant
+):
+    features = vector(dense_best=dense, cross_encoder=0.5, italian=italian)
+    assert MODEL_IT.threshold_for(features) == threshold
+    assert MODEL_IT.probability(features) == pytest.approx(probability, abs=1e-12)
+    assert MODEL_IT.relevant(features) is relevant
+    # without its own Italian bar the model decides Italian questions at the English one
+    assert MODEL.relevant(features) is (probability >= 0.5)
+
+
 def _doc(**entry) -> dict:
     n = len(FEATURES)
     base = {"coef": [0.0] * n, "intercept": 0.0, "mean": [0.0] * n, "scale": [1.0] * n, "threshold": 0.5}
@@ -84,6 +108,12 @@ def test_parse_gate_reads_the_embedders_entry_and_rejects_bad_files():
         parse_gate(_doc(coef=[1.0]), "e5-onnx")
     with pytest.raises(ValueError, match="scale must be positive"):
         parse_gate(_doc(scale=[0.0] * len(FEATURES)), "e5-onnx")
+    assert parse_gate(_doc(threshold=0.4), "e5-onnx").threshold_it is None
+    assert parse_gate(_doc(threshold=0.4, threshold_it=0.25), "e5-onnx").threshold_it == 0.25
+    with pytest.raises(ValueError, match=r"e5-onnx.threshold_it must be a probability between 0 and 1, got 1.5"):
+        parse_gate(_doc(threshold_it=1.5), "e5-onnx")
+    with pytest.raises(ValueError, match=r"e5-onnx.threshold must be a probability between 0 and 1, got None"):
+        parse_gate(_doc(threshold=None), "e5-onnx")
 
 
 def test_the_shipped_gate_file_loads_for_e5_onnx():

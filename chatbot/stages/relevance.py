@@ -101,12 +101,13 @@ def gate(
         return by_threshold, {**trace, "relevant": by_threshold, "note": "no bi-encoder scores: threshold gate"}
     trace["features"] = describe(features)
     p = model.probability(features)
-    relevant = p >= model.threshold
+    threshold_p = model.threshold_for(features)
+    relevant = p >= threshold_p
     return relevant, {
         **trace,
         "gate": "classifier",
         "probability": round(p, 4),
-        "probability_threshold": model.threshold,
+        "probability_threshold": threshold_p,
         "relevant": relevant,
     }
 

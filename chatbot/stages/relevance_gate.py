@@ -168,7 +168,8 @@ def gate_features(
 @dataclass(frozen=True)
 class GateModel:
     """Logistic regression on standardised features: P(answerable) = sigmoid(b + sum w_i (x_i - mean_i) / scale_i);
-    answer when P >= threshold."""
+    answer when P >= the threshold of the question's language (``threshold_it`` for an Italian question when set,
+    ``threshold`` otherwise)."""
 
     embedder: str
     coef: tuple[float, ...]
@@ -176,6 +177,12 @@ class GateModel:
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     threshold: float
+    threshold_it: float | None = None
+
+    def threshold_for(self, features: Mapping[str, float]) -> float:
+        """The probability threshold of the question's language (the ``italian`` feature)."""
+        italian = float(features.get("italian", 0.0)) >= 0.5
+        return self.threshold_it if italian and self.threshold_it is not None else self.threshold
 
     def probability(self, features: Mapping[str, float]) -> float:
         missing = [f for f in FEATURES if f not in features]
@@ -187,7 +194,7 @@ class GateModel:
         return 1.0 / (1.0 + math.exp(-z))
 
     def relevant(self, features: Mapping[str, float]) -> bool:
-        return self.probability(features) >= self.threshold
+        return self.probability(features) >= self.threshold_for(features)
 
 
 def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json") -> GateModel:
@@ -207,6 +214,12 @@ def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json"
             raise ValueError(f"{source}: {embedder}.{name} must hold {n} numbers")
     if any(s <= 0 for s in m["scale"]):
         raise ValueError(f"{source}: {embedder}.scale must be positive")
+    threshold_it = m.get("threshold_it")
+    for name, value in (("threshold", m.get("threshold")), ("threshold_it", threshold_it)):
+        if (value is not None or name == "threshold") and not (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 < float(value) < 1.0
+        ):
+            raise ValueError(f"{source}: {embedder}.{name} must be a probability between 0 and 1, got {value!r}")
     return GateModel(
         embedder,
         tuple(map(float, m["coef"])),
@@ -214,6 +227,7 @@ def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json"
         tuple(map(float, m["mean"])),
         tuple(map(float, m["scale"])),
         float(m["threshold"]),
+        None if threshold_it is None else float(threshold_it),
     )
 
 
