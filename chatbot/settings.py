@@ -847,10 +847,11 @@ class SafetySettings(_Group):
         "back to threshold, in the trace) or threshold (relevance_score vs min_relevance_*).",
     )
     cross_language_gate: dict[str, tuple[float, float]] = Field(
-        default={"it": (61.808, -3.251)},
+        default={"it": (52.901, -1.835)},
         description="{question language: (slope, cut)}: a question the classifier gate refused is answered from the "
         "other-language pool's first document when logit(P) + slope * (its cosine - the best link's) >= cut "
-        "(chatbot.stages.cross_language_gate; fitted leave-one-set-out, italian-english-cards-s10.md). {}: off.",
+        "(chatbot.stages.cross_language_gate; refitted with the session-11 gate's P, relevance-gate-s11.md; "
+        "session 10: (61.808, -3.251) for the session-7 gate, italian-english-cards-s10.md). {}: off.",
     )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",

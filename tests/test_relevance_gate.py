@@ -120,11 +120,113 @@ def test_the_shipped_gate_file_loads_for_e5_onnx():
     settings = Settings()
     model = load_gate(str(settings.safety.relevance_gate_model), "e5-onnx")
     assert len(model.coef) == len(FEATURES)
-    assert 0.0 < model.threshold < 1.0
-    # the shipped gate is session 7's fit: the five features added in session 8 carry no weight
+    # session 11: the fifteen features refitted on every spent dev set, each language at its own bar
+    # (evaluation/results/relevance-gate-s11.md)
+    assert (model.threshold, model.threshold_it) == (0.37, 0.61)
     weights = dict(zip(FEATURES, model.coef, strict=True))
-    assert [weights[f] for f in FEATURES[10:]] == [0.0] * 5
-    assert weights["dense_best"] > 0 and weights["cross_encoder"] > 0 and weights["lexical"] > 0
+    assert weights["dense_best"] > 0 and weights["dense_margin"] > 0 and weights["cross_encoder"] > 0
+    assert weights["lexical"] > 0 and weights["unknown_words"] < 0
+    # the cross-language second look was refitted on this gate's P
+    assert settings.safety.cross_language_gate == {"it": (52.901, -1.835)}
+
+
+def _shipped_vector(italian: bool = False, **values: float) -> dict[str, float]:
+    v = vector(**values, italian=1.0 if italian else 0.0)
+    if italian:  # the Italian copies of four features (and the cross-encoder's), as gate_features writes them
+        for f in ("dense_best", "dense_margin", "lexical", "unknown_words"):
+            v[f"{f}_it"] = v[f]
+        v["cross_encoder_it"] = v["cross_encoder"]
+    return v
+
+
+@pytest.mark.parametrize(
+    ("italian", "values", "probability", "relevant"),
+    [
+        # a plain in-scope question: close links, the cross-encoder sure, most words in the first link
+        (
+            False,
+            dict(
+                dense_best=0.90,
+                dense_second=0.88,
+                dense_margin=0.05,
+                cross_encoder=0.9,
+                lexical=0.8,
+                unmatched_rare=0.3,
+                length=1.6,
+            ),
+            0.9786,
+            True,
+        ),
+        # off topic: low cosine, cross-encoder near 0, half its words unknown to the corpus
+        (
+            False,
+            dict(
+                dense_best=0.83,
+                dense_second=0.82,
+                dense_margin=0.01,
+                cross_encoder=0.02,
+                lexical=0.1,
+                unmatched_rare=1.0,
+                length=1.6,
+                unknown_words=0.5,
+            ),
+            0.0077,
+            False,
+        ),
+        # a middling English question: P 0.433 clears the English bar (0.37)
+        (
+            False,
+            dict(
+                dense_best=0.865,
+                dense_second=0.855,
+                dense_margin=0.025,
+                cross_encoder=0.3,
+                lexical=0.4,
+                unmatched_rare=0.6,
+                length=1.8,
+                unknown_words=0.1,
+            ),
+            0.4332,
+            True,
+        ),
+        # an Italian question at P 0.478 is refused by the Italian bar (0.61); at a cosine of 0.86 it is answered
+        (
+            True,
+            dict(
+                dense_best=0.85,
+                dense_second=0.84,
+                dense_margin=0.03,
+                cross_encoder=0.3,
+                lexical=0.4,
+                unmatched_rare=0.6,
+                length=1.8,
+                unknown_words=0.1,
+            ),
+            0.4781,
+            False,
+        ),
+        (
+            True,
+            dict(
+                dense_best=0.86,
+                dense_second=0.85,
+                dense_margin=0.03,
+                cross_encoder=0.3,
+                lexical=0.4,
+                unmatched_rare=0.6,
+                length=1.8,
+                unknown_words=0.1,
+            ),
+            0.6609,
+            True,
+        ),
+    ],
+)
+def test_the_shipped_gate_decides_hand_made_vectors(italian, values, probability, relevant):
+    model = load_gate(str(Settings().safety.relevance_gate_model), "e5-onnx")
+    features = _shipped_vector(italian, **values)
+    assert round(model.probability(features), 4) == probability
+    assert model.relevant(features) is relevant
 
 
 def test_the_session_8_refit_loads_from_its_own_file():

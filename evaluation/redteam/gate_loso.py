@@ -366,12 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gate", type=Path, default=None, help="gate.json to write the --ship entry into (e5-onnx)")
     args = parser.parse_args(argv)
     rows = load(args.rows)
-    ship = shipped(rows)
+    today = shipped(rows)
     results = {
-        "shipped gate + second look (today)": summary(rows, ship["final"], ship["final"]),
-        "shipped gate alone": summary(rows, ship["gate"], ship["final"]),
+        "shipped gate + second look (today)": summary(rows, today["final"], today["final"]),
+        "shipped gate alone": summary(rows, today["gate"], today["final"]),
         "threshold gate (shipped bars, no second look)": summary(
-            rows, np.array([r["threshold_relevant"] for r in rows]), ship["final"]
+            rows, np.array([r["threshold_relevant"] for r in rows]), today["final"]
         ),
     }
     folds = {}
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         kind = spec.get("kind", "lr")
         fit = {"lr": lr_candidate, "gbm": gbm_candidate, "threshold": threshold_candidate}[kind](spec)
         out = run_loso(rows, fit, spec.get("second_look", True))
-        results[spec["name"]] = summary(rows, out["final"], ship["final"])
+        results[spec["name"]] = summary(rows, out["final"], today["final"])
         folds[spec["name"]] = out["folds"]
         s = results[spec["name"]]
         print(
