@@ -850,8 +850,7 @@ class SafetySettings(_Group):
         default={"it": (52.901, -1.835)},
         description="{question language: (slope, cut)}: a question the classifier gate refused is answered from the "
         "other-language pool's first document when logit(P) + slope * (its cosine - the best link's) >= cut "
-        "(chatbot.stages.cross_language_gate; refitted with the session-11 gate's P, relevance-gate-s11.md; "
-        "session 10: (61.808, -3.251) for the session-7 gate, italian-english-cards-s10.md). {}: off.",
+        "(chatbot.stages.cross_language_gate; refitted on the session-11 gate's P, relevance-gate-s11.md). {}: off.",
     )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",

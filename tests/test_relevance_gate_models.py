@@ -86,15 +86,8 @@ def test_plain_questions_are_answered_with_three_links(services, question, card)
 @pytest.mark.parametrize(
     "question",
     [
-        pytest.param(
-            "Quali sono i sintomi del glaucoma?",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss of the shipped (session-7) gate: cosine 0.867, P 0.41 >= 0.34; the session-8 "
-                "refit (gate-s8.json) refuses it but refused more in-scope questions on fresh sets: "
-                "evaluation/results/relevance-gate-heldout-s8.md",
-            ),
-        ),
+        # refused since session 11 (session 7's gate answered it: P 0.41 >= 0.34; relevance-gate-s11.md)
+        "Quali sono i sintomi del glaucoma?",
         "How do I reset my wifi router?",
         "Come si prepara il tiramisù?",
     ],

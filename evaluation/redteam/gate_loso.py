@@ -206,13 +206,14 @@ def _it(rows: Sequence[dict[str, Any]]) -> np.ndarray:
     return np.array([r["gate_language"] == "it" for r in rows])
 
 
-def shipped(rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """The shipped path's decisions as collected (gate, then its second look with the shipped rule)."""
-    from chatbot.settings import load_settings
+# the second look that went with the gate the rows were collected under (session 7's fit; session 10's rule)
+COLLECTED_RULE = (61.808, -3.251)
 
+
+def shipped(rows: Sequence[dict[str, Any]], rule: tuple[float, float] = COLLECTED_RULE) -> dict[str, np.ndarray]:
+    """The collected path's decisions (the gate recorded in the rows, then its second look with ``rule``)."""
     p = np.array([r["probability"] if r["probability"] is not None else 0.0 for r in rows])
     gate = np.array([r["shipped_relevant"] for r in rows])
-    rule = tuple(load_settings().safety.cross_language_gate.get("it", ())) or None
     return {"p": p, "gate": gate, "final": with_second_look(rows, p, gate, rule)}
 
 
