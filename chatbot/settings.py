@@ -580,6 +580,26 @@ class LogicalSettings(_Group):
         "(rerank.rrf_k), as the rerank stage does for other questions (NegConstraint train S@1 0.564 -> 0.584; "
         "logical-negation-sentences.md). False: the cross-encoder's sigmoid alone.",
     )
+    positive_rerankers: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="rerank-terms, per question language: cross-encoders scoring each positive term (a folder "
+        "under models/, a path, or \"question\": the rerank stage's model), fused with the term's dense order by "
+        "RRF (rerank.rrf_k). A language not named: the question's reranker.",
+    )
+    positive_max_length: int = Field(
+        default=64, ge=32, le=512, description="positive_rerankers models: word pieces read per (term, segment) pair."
+    )
+    positive_text: Literal["term", "question"] = Field(
+        default="term",
+        description="rerank-terms: what the positive rerankers read against a candidate: the positive term, or "
+        "the whole question (exclusions included).",
+    )
+    other_language_k: int = Field(
+        default=0,
+        ge=0,
+        description="A non-English exclusion question: each positive term's best k passages in other languages "
+        "(searched on their own, as retrieval.answer_pool_source=separate does) join the candidates. 0: none.",
+    )
     mention_title: bool = Field(
         default=True,
         description="A document whose title names every word of a NOT term is about the excluded thing: it ranks "

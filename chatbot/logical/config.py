@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
@@ -67,6 +67,12 @@ class LogicalConfig:
     # rerank-terms: a positive term's cross-encoder score fused with its dense order by RRF (rerank.rrf_k), as the
     # product's rerank stage does; chosen on NegConstraint's TRAIN split (logical-negation-sentences.md)
     positive_rrf: bool = True
+    # rerank-terms, per question language: the cross-encoders scoring the positive terms (a language not named:
+    # the question's reranker, as before); "question" names that reranker: ["question", "reranker-e5"] fuses both
+    positive_rerankers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    positive_max_length: int = 64
+    positive_text: str = "term"  # what the positive rerankers read: the term, or the whole question (a trial)
+    other_language_k: int = 0  # a non-English question: each positive term's best other-language passages join
     # terms: the ITLR decomposition ranks (steps 3-9 of pipeline.py); pipeline: the positive part goes through
     # retrieval.pipeline as any question does, then the NOT terms demote/constrain (positive_pipeline.py)
     positive_source: str = "terms"
@@ -86,6 +92,8 @@ class LogicalConfig:
             raise ValueError(f"ce_candidates {self.ce_candidates}: at least 1")
         if self.positive_source not in ("terms", "pipeline"):
             raise ValueError(f"positive_source {self.positive_source!r}: terms or pipeline")
+        if self.positive_text not in ("term", "question"):
+            raise ValueError(f"positive_text {self.positive_text!r}: term or question")
         if self.mention_scorer not in MENTION_SCORERS:
             raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
 
@@ -117,6 +125,10 @@ _SETTING_FIELDS = (
     "mention_sentence_center",
     "mention_sentence_orth",
     "positive_rrf",
+    "positive_rerankers",
+    "positive_max_length",
+    "other_language_k",
+    "positive_text",
     "positive_source",
     "mention_title",
     "final",
@@ -133,6 +145,7 @@ def config_for(settings: Any, **changes: Any) -> LogicalConfig:
     """The ``logical.*`` settings as a ``LogicalConfig`` (``changes`` on top, e.g. a named variant's)."""
     group = settings.logical
     fields: dict[str, Any] = {k: getattr(group, k) for k in _SETTING_FIELDS}
+    fields["positive_rerankers"] = {lang: tuple(names) for lang, names in fields["positive_rerankers"].items()}
     fields["ops"] = Operators(group.and_op, group.or_op, group.not_op)
     return LogicalConfig(**{**fields, **changes})
 

@@ -55,14 +55,13 @@ from chatbot.logical.compose import calibration_for
 from chatbot.logical.config import VARIANTS, LogicalConfig, config_for
 from chatbot.logical.detect import Detection, analyse
 from chatbot.logical.hydoc_terms import hydoc_term_vectors
+from chatbot.logical.positive_scores import other_language_hits, positive_rerankers, term_scores
 from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
 from chatbot.logical.rescore import cross_encoder_rescore, plausibility_rescore, term_cross_encoder
 from chatbot.logical.scoring import (
     aggregate_documents,
     candidate_vectors,
     combine,
-    fused_rerank,
-    normalise_rerank,
     orthogonal_negations,
     stored_sentences,
     term_values,
@@ -145,6 +144,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             timings, "hydoc_terms", lambda: hydoc_term_vectors(positives, names, term_vecs, services, timings)
         )
 
+    language = detection.language if detection else "en"
+
     def gather() -> list[Hit]:
         vectors = term_vecs[[names.index(t) for t in positives]]
         if config.include_question:
@@ -156,6 +157,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
                 h.detail["dense"] = h.score
                 if h.segment.id not in union or h.score > union[h.segment.id].score:
                     union[h.segment.id] = h
+        for h in other_language_hits(services, positives, language, config.other_language_k):
+            union.setdefault(h.segment.id, h)  # term cosines are recomputed from the stored vectors below
         return list(union.values())
 
     candidates = timed(timings, "retrieve", gather)
@@ -194,20 +197,19 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     # With cross-encoder term scores the rerank stage is skipped (final order = the composed CE order):
     # reranking against the whole question would undo the negation (the CE rewards the excluded thing the
     # question names), and rerank-terms would rescore the positive terms the CE has just scored.
-    # the reranker the product uses for this question's language (ours reads English; others get fusion)
-    reranker = services.reranker_for(question)[0] if cross_encoder is None else None
-    final_mode = config.final if reranker is not None else "composed"
+    # the reranker the product uses for this question's language, or logical.positive_rerankers' models
+    rerankers = positive_rerankers(services, question, language, config) if cross_encoder is None else []
+    final_mode = config.final if rerankers else "composed"
     if final_mode != "composed":
 
         def rerank() -> np.ndarray:
             for t in positives:
                 sims = cosines[t]
                 hits = [Hit(h.segment, float(c), {"dense": float(c)}) for h, c in zip(candidates, sims, strict=True)]
-                raw = reranker.score(t, hits)
                 k = settings.rerank.rrf_k if config.positive_rrf else 0
-                is_ce = getattr(reranker, "name", "") == "cross-encoder"
                 # as the product's rerank stage: the CE's order fused with the term's dense order (rerank.rrf_k)
-                rerank_scores[t] = fused_rerank(raw, sims, k) if k and is_ce else normalise_rerank(raw, reranker)
+                text = question if config.positive_text == "question" else t
+                rerank_scores[t] = term_scores(text, hits, sims, rerankers, k)
             if final_mode == "rerank":  # ignores the exclusions: for comparison only
                 return np.mean([rerank_scores[t] for t in positives], axis=0)
             return combine(query, {**values, **rerank_scores}, config)
@@ -307,6 +309,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
             "operators": config.ops.label(),
             "calibration": None if calibration is None else {"tau": calibration.tau, "lam": calibration.lam},
             "final": final_mode,
+            "positive_scorers": [getattr(getattr(r, "model_path", None), "name", None) or r.name for r in rerankers],
             "orthogonal_not": config.orthogonal_not,
             "include_question": config.include_question,
             "second_segment_weight": config.second_segment_weight,
