@@ -64,3 +64,37 @@ def test_a_refit_keeps_the_bars_of_the_folder_it_writes_to(tmp_path):
     assert bars == {"weight": 0.5, "threshold": 0.5, "veto": 0.06, "framed_threshold": 0.9, "framed_veto": 0.81,
                     "veto_questions_only": True, "negation_frame": True}  # fmt: skip
     assert ng == 0.44
+
+
+def test_each_fold_holds_out_its_own_part_of_the_ordinary_questions_and_a_cached_fold_is_not_refitted(tmp_path):
+    import argparse
+
+    from chatbot.training.redflags_cv import SETS, Trainer, fold_runs, ordinary_part
+
+    plain = [{"language": "en", "text": f"question {i}", "urgent": i == 0, "action": "emergency" if i == 0 else None}
+             for i in range(40)]  # fmt: skip
+    parts = [ordinary_part(r["text"]) for r in plain]
+    assert parts == [ordinary_part(r["text"]) for r in plain] and set(parts) == {0, 1, 2, 3}  # fixed, all four used
+
+    class Fake(Trainer):
+        def __init__(self) -> None:
+            self.plain, self.ng_rows, self.hd_rows, self.calls = plain, [1, 2], [1], []
+
+        def fit(self, sets, hold=None):
+            self.calls.append((len(sets), hold))
+            return None, None
+
+        def score(self, clf, head, rows, name):
+            return {"name": name, "texts": [r["text"] for r in rows]}
+
+    sets = {name: [{"text": name}] for name in SETS}
+    args = argparse.Namespace(seed=20, C=4.0, hidden=256, alpha=0.01, ngram_variants=25, head_variants=8,
+                              ordinary_variants=10, ordinary_in_bars=True, fold_cache=tmp_path)  # fmt: skip
+    t = Fake()
+    out = fold_runs(t, sets, 2, SETS[2], args)
+    assert t.calls == [(3, 2)]  # the other three sets; ordinary part 2 left out of the fit
+    held = [r["text"] for r in plain if not r["urgent"] and ordinary_part(r["text"]) == 2]
+    assert out["ordinary:" + SETS[2]]["texts"] == held and len(held) > 0  # urgent contrasts are not scored
+    assert out[SETS[2]]["texts"] == [SETS[2]]
+    again = fold_runs(t, sets, 2, SETS[2], args)
+    assert again == out and t.calls == [(3, 2)]  # read from the cache, no second fit

@@ -10,11 +10,17 @@ bars (``chatbot.stages.redflag_gate``) for set k are chosen on the out-of-fold p
 ``--recall`` in each language and >= ``--action-recall`` for each action, the one with the fewest false
 alarms. ``--ship``: both models trained on everything, the bars chosen on all four sets' out-of-fold parts.
 Fixed seeds; the e5 vectors are cached (``redflag_vectors``).
+
+The ordinary patient questions (``redflag_ordinary``, session 11) are split into four parts by a hash of the text;
+fold k trains without part k and scores its ordinary (non-urgent) questions, so the bars also count out-of-fold
+false alarms on them (``--ordinary-in-bars``, on by default). ``--fold-cache DIR`` keeps each fold's parts so
+an interrupted run resumes. The shipped fit (``--fit-only``) trains on every part, as before.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import pickle
 import random
@@ -38,6 +44,12 @@ SETS = ("testset.jsonl", "testset-v2.jsonl", "testset-v3.jsonl", "testset-v4.jso
 PATIENT_SEEDS = SEED_DIR / "patient_seeds.jsonl"
 BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "negation_frame", "veto_questions_only")
 GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+ORDINARY = "ordinary:"  # prefix of the out-of-fold runs on ordinary questions (one per fold)
+
+
+def ordinary_part(text: str) -> int:
+    """Which of the four folds holds an ordinary question out (a hash of the text)."""
+    return int(hashlib.sha1(text.encode("utf-8")).hexdigest()[:8], 16) % len(SETS)
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -151,27 +163,48 @@ class Trainer:
         own = patient_rows()
         ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient")
         hd += dev_examples(own, args.head_variants, self.ordinary, "patient")
+        ng_part, hd_part = [-1] * len(ng), [-1] * len(hd)  # the fold that holds a row out (-1: none)
+        self.plain: list[dict[str, Any]] = []
         if args.ordinary_variants > 0:  # ordinary patient questions (session 11; ``redflag_ordinary``)
-            plain = ordinary_rows()
-            ng += dev_examples(plain, args.ordinary_variants, self.ordinary, "ordinary")
-            hd += dev_examples(plain, min(args.ordinary_variants, args.head_variants), self.ordinary, "ordinary")
+            self.plain = ordinary_rows()
+            for r in self.plain:  # row by row (same rows, same order as one call) to know each one's part
+                k = ordinary_part(r["text"])
+                got = dev_examples([r], args.ordinary_variants, self.ordinary, "ordinary")
+                ng += got
+                ng_part += [k] * len(got)
+            for r in self.plain:
+                k = ordinary_part(r["text"])
+                got = dev_examples([r], min(args.ordinary_variants, args.head_variants), self.ordinary, "ordinary")
+                hd += got
+                hd_part += [k] * len(got)
         self.ng_rows, self.hd_rows = ng, hd
+        self.ng_part, self.hd_part = np.array(ng_part), np.array(hd_part)
         self.ng_x = matrix([r[0] for r in ng])
         self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
         self.matrix = matrix
 
-    def fit(self, sets: list[list[dict[str, Any]]]) -> tuple[Any, Any]:
+    def fit(self, sets: list[list[dict[str, Any]]], hold: int | None = None) -> tuple[Any, Any]:
+        """Both models on the fixed data (less the ordinary part ``hold``, when given) and ``sets``."""
         from scipy.sparse import vstack
 
         a = self.args
+        ng_keep = np.flatnonzero(self.ng_part != hold) if hold is not None else np.arange(len(self.ng_rows))
+        hd_keep = np.flatnonzero(self.hd_part != hold) if hold is not None else np.arange(len(self.hd_rows))
+        ng_x, hd_x = self.ng_x[ng_keep], self.hd_x[hd_keep]
+        ng_rows = [self.ng_rows[i] for i in ng_keep]
+        hd_rows = [self.hd_rows[i] for i in hd_keep]
         rows = [r for s in sets for r in s]
         ng_extra = dev_examples(rows, a.ngram_variants, self.ordinary, "dev")
         hd_extra = dev_examples(rows, a.head_variants, self.ordinary, "dev")
-        x = vstack([self.ng_x, self.matrix([r[0] for r in ng_extra])]).tocsr() if ng_extra else self.ng_x
-        clf = fit_ngram(x, [r[1] for r in self.ng_rows + ng_extra], a.C, a.seed)
-        hx = np.vstack([self.hd_x, embed_cached([r[0] for r in hd_extra], self.encoder)]) if hd_extra else self.hd_x
-        head = fit_head(hx, [r[1] for r in self.hd_rows + hd_extra], a.hidden, a.alpha, a.seed)
+        x = vstack([ng_x, self.matrix([r[0] for r in ng_extra])]).tocsr() if ng_extra else ng_x
+        clf = fit_ngram(x, [r[1] for r in ng_rows + ng_extra], a.C, a.seed)
+        hx = np.vstack([hd_x, embed_cached([r[0] for r in hd_extra], self.encoder)]) if hd_extra else hd_x
+        head = fit_head(hx, [r[1] for r in hd_rows + hd_extra], a.hidden, a.alpha, a.seed)
         return clf, head
+
+    def held_ordinary(self, k: int) -> list[dict[str, Any]]:
+        """The ordinary (non-urgent) questions fold ``k`` holds out."""
+        return [r for r in self.plain if not r["urgent"] and ordinary_part(r["text"]) == k]
 
     def score(self, clf: Any, head: Any, rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
         texts = [r["text"] for r in rows]
@@ -244,6 +277,27 @@ def rebar(folder: Path, chosen: dict[str, Any], ng_threshold: float, cmd: str) -
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
+def fold_runs(trainer: Trainer, sets: dict[str, list[dict[str, Any]]], k: int, name: str, args: Any) -> dict:
+    """Fold ``k``: its set's out-of-fold parts (and its ordinary part's), from ``--fold-cache`` when there."""
+    key = hashlib.sha1(
+        json.dumps([args.seed, args.C, args.hidden, args.alpha, args.ngram_variants, args.head_variants,
+                    args.ordinary_variants, args.ordinary_in_bars, len(trainer.ng_rows), len(trainer.hd_rows),
+                    [len(v) for v in sets.values()]]).encode()
+    ).hexdigest()[:10]  # fmt: skip
+    cached = args.fold_cache / f"fold-{name}-{key}.pkl" if args.fold_cache else None
+    if cached is not None and cached.exists():
+        return pickle.loads(cached.read_bytes())
+    hold = k if args.ordinary_in_bars and trainer.plain else None
+    clf, head = trainer.fit([rows for other, rows in sets.items() if other != name], hold)
+    out = {name: trainer.score(clf, head, sets[name], name)}
+    if hold is not None:
+        out[ORDINARY + name] = trainer.score(clf, head, trainer.held_ordinary(k), ORDINARY + name)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_bytes(pickle.dumps(out))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags_cv", description=__doc__.split("\n")[0])
     ap.add_argument("--sets", type=Path, default=workspace_root() / "evaluation" / "redflags")
@@ -274,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         "--fit-only", action="store_true", help="with --ship: no CV; the folder's bars are kept (or set by --rebar)"
     )
     ap.add_argument("--rebar", type=Path, default=None, help="with --from-oof: set the bars of the models in here")
+    ap.add_argument("--fold-cache", type=Path, default=None, help="keep each fold's parts here (resumable runs)")
+    ap.add_argument(
+        "--ordinary-in-bars", action=argparse.BooleanOptionalAction, default=True,
+        help="hold each fold's part of the ordinary questions out and count their false alarms in the bars",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     cmd = "python -m chatbot.training.redflags_cv " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
@@ -289,23 +348,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_oof:
         oof = pickle.loads(args.from_oof.read_bytes())
         for name, run in oof.items():  # parts saved before "asks" existed
-            run.setdefault("asks", np.array(["?" in r["text"] for r in sets[name]], dtype=bool))
+            if name in sets:
+                run.setdefault("asks", np.array(["?" in r["text"] for r in sets[name]], dtype=bool))
     else:
         trainer = Trainer(args)
         print(f"base: n-gram {len(trainer.ng_rows)}, head {len(trainer.hd_rows)} ({time.perf_counter() - t0:.0f} s)",
               file=sys.stderr)  # fmt: skip
-        for name in SETS:
-            clf, head = trainer.fit([rows for other, rows in sets.items() if other != name])
-            oof[name] = trainer.score(clf, head, sets[name], name)
+        for k, name in enumerate(SETS):
+            oof.update(fold_runs(trainer, sets, k, name, args))
             print(f"fold {name} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if args.oof:
             args.oof.parent.mkdir(parents=True, exist_ok=True)
             args.oof.write_bytes(pickle.dumps(oof))
     report: dict[str, Any] = {"command": cmd, "recall_target": args.recall, "action_recall_target": args.action_recall}
     pooled: list[tuple[dict[str, Any], np.ndarray]] = []
+    if not args.ordinary_in_bars:
+        oof = {k: v for k, v in oof.items() if not k.startswith(ORDINARY)}
     for name in SETS:
-        chosen = choose([oof[o] for o in SETS if o != name], args.recall, args.action_recall, tuple(args.weights),
-                        args.max_veto)  # fmt: skip
+        others = [run for o, run in oof.items() if o.removeprefix(ORDINARY) != name]
+        chosen = choose(others, args.recall, args.action_recall, tuple(args.weights), args.max_veto)
         fired = verdicts(oof[name], chosen)
         pooled.append((oof[name], fired))
         report[name] = {"bars": chosen, **breakdown(oof[name], fired)}
@@ -314,16 +375,24 @@ def main(argv: list[str] | None = None) -> int:
         miss = [(t, a) for t, f, u, a in zip((r["text"] for r in sets[name]), fired, oof[name]["urgent"],
                                              oof[name]["action"], strict=True) if u and not f]  # fmt: skip
         report[name]["misses"] = [f"[{a}] {t}" for t, a in miss]
+        if ORDINARY + name in oof:
+            held = oof[ORDINARY + name]
+            report[name]["ordinary_held_out"] = breakdown(held, verdicts(held, chosen))
     all_run = {k: np.concatenate([r[k] for r, _ in pooled]) for k in ("urgent", "lang", "action", "kind")}
     report["pooled"] = breakdown(all_run, np.concatenate([f for _, f in pooled]))
+    held_runs = [(oof[ORDINARY + n], report[n]["bars"]) for n in SETS if ORDINARY + n in oof]
+    if held_runs:
+        all_held = {k: np.concatenate([r[k] for r, _ in held_runs]) for k in ("urgent", "lang", "action", "kind")}
+        report["ordinary_pooled"] = breakdown(all_held, np.concatenate([verdicts(r, b) for r, b in held_runs]))
+    test_runs = [oof[n] for n in SETS]  # the n-gram threshold keeps recall on the test sets
     if args.rebar:
         chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
-        ng_t = ngram_threshold(list(oof.values()), args.recall)
+        ng_t = ngram_threshold(test_runs, args.recall)
         rebar(args.rebar, chosen, ng_t, cmd)
         report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.rebar)}
     if args.ship:
         chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
-        ng_t = ngram_threshold(list(oof.values()), args.recall)
+        ng_t = ngram_threshold(test_runs, args.recall)
         trainer = trainer or Trainer(args)
         clf, head = trainer.fit(list(sets.values()))
         save(args.ship, clf, head, chosen, ng_t, args, cmd)
