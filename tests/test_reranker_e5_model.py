@@ -11,35 +11,19 @@ import pytest
 from chatbot.index import Hit
 from chatbot.settings import SHIPPED_RERANKER
 from corpus.model import Segment
+from tests.test_reranker_model import (  # the same hand-written passages as the MiniLM reranker's test
+    ASTHMA,
+    DIABETES_DEFINITION,
+    DIABETES_TREATMENT,
+    ECLIPSE,
+    FLU_VACCINE,
+    FOLIC_ACID,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MODEL_DIR = SHIPPED_RERANKER.parent / "reranker-e5"
 
-ASTHMA = (
-    "Asthma symptoms include wheezing, coughing (especially at night or early in the morning), chest tightness "
-    "and shortness of breath. Not everyone with asthma has all of these symptoms, and they may come and go."
-)
-ECLIPSE = (
-    "A solar eclipse happens when the Moon passes between the Earth and the Sun and blocks all or part of the "
-    "Sun's light for viewers in a narrow band on the Earth's surface."
-)
-FOLIC_ACID = (
-    "Women who could become pregnant should take 400 micrograms of folic acid every day. Folic acid taken "
-    "before and early in pregnancy helps prevent major birth defects of the baby's brain and spine."
-)
-FLU_VACCINE = (
-    "To avoid getting the flu, have a flu vaccine every year: it is the most effective protection. Washing "
-    "your hands often and keeping away from people who are ill also lower the chance of catching it."
-)
-DIABETES_TREATMENT = (
-    "Treatment of type 2 diabetes includes healthy eating, regular physical activity and, when needed, "
-    "medicines such as metformin or insulin to keep blood glucose levels in the target range."
-)
-DIABETES_DEFINITION = (
-    "Diabetes means that the sugar in a person's blood stays higher than it should. The body turns food into "
-    "sugar, and the hormone insulin lets that sugar move out of the blood and into the body's cells."
-)
 CAR = "Wash the car with warm water and a soft sponge, then rinse it and dry it with a clean cloth."
 CAFFEINE = "During pregnancy limit caffeine to about 200 mg a day, roughly two cups of instant coffee."
 CAFFEINE_IT = "In gravidanza limita la caffeina a circa 200 mg al giorno, circa due tazze di caffè solubile."
