@@ -45,7 +45,7 @@ def test_heavy_bleeding_after_the_birth_and_bleeding_in_pregnancy_still_fire(tex
 
 
 def test_the_unless_concept_cancels_only_the_mild_rule() -> None:
-    assert UNLESS == {("bleeding_in_pregnancy", 1): ("AFTER_BIRTH",)}
+    assert UNLESS == {("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH")}
 
 
 @pytest.mark.parametrize(

@@ -24,12 +24,11 @@ CONCEPTS: dict[str, list[str]] = {
         "after giving birth", "postpartum", "post partum", "postnatal", "c section", "caesarean",
         "dopo il parto", "ho partorito", "post parto", "puerperio", "cesareo",
     ],
-    # the baby is born: bleeding then is lochia unless heavy or painful (a rule's UNLESS, not a context)
+    # the baby is born, in words POSTPARTUM lacks: bleeding then is lochia unless heavy or painful (with
+    # POSTPARTUM, a rule's UNLESS, not a context)
     "AFTER_BIRTH": [
-        "gave birth", "given birth", "giving birth", "after birth", "after the birth", "since the birth",
-        "after delivery", "since delivery", "postpartum", "post partum", "postnatal", "c section", "caesarean",
-        "was born", "were born", "lochia", "dopo il parto", "ho partorito", "aver partorito", "post parto",
-        "puerperio", "cesareo", "e nato", "e nata", "dalla nascita", "dopo la nascita", "lochi", "lochiazion*",
+        "giving birth", "since delivery", "was born", "were born", "lochia", "aver partorito", "e nato", "e nata",
+        "dalla nascita", "dopo la nascita", "lochi", "lochiazion*",
     ],
     "SELF": [
         "i", "my", "me", "myself", "we", "our", "she", "he", "now", "right now", "today", "tonight",
@@ -230,7 +229,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
 # that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is
 # lochia, not bleeding in pregnancy; heavy or painful bleeding after the birth still fires rule 0 or 2.
-UNLESS: dict[tuple[str, int], tuple[str, ...]] = {("bleeding_in_pregnancy", 1): ("AFTER_BIRTH",)}
+UNLESS: dict[tuple[str, int], tuple[str, ...]] = {("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH")}
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())
 
