@@ -167,16 +167,14 @@ class Trainer:
         self.plain: list[dict[str, Any]] = []
         if args.ordinary_variants > 0:  # ordinary patient questions (session 11; ``redflag_ordinary``)
             self.plain = ordinary_rows()
-            for r in self.plain:  # row by row (same rows, same order as one call) to know each one's part
-                k = ordinary_part(r["text"])
-                got = dev_examples([r], args.ordinary_variants, self.ordinary, "ordinary")
-                ng += got
-                ng_part += [k] * len(got)
+            # row by row (the same examples as one call: each row's variants are seeded by its text) to know
+            # which part each example belongs to
             for r in self.plain:
                 k = ordinary_part(r["text"])
+                got = dev_examples([r], args.ordinary_variants, self.ordinary, "ordinary")
+                ng, ng_part = ng + got, ng_part + [k] * len(got)
                 got = dev_examples([r], min(args.ordinary_variants, args.head_variants), self.ordinary, "ordinary")
-                hd += got
-                hd_part += [k] * len(got)
+                hd, hd_part = hd + got, hd_part + [k] * len(got)
         self.ng_rows, self.hd_rows = ng, hd
         self.ng_part, self.hd_part = np.array(ng_part), np.array(hd_part)
         self.ng_x = matrix([r[0] for r in ng])
@@ -384,15 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     if held_runs:
         all_held = {k: np.concatenate([r[k] for r, _ in held_runs]) for k in ("urgent", "lang", "action", "kind")}
         report["ordinary_pooled"] = breakdown(all_held, np.concatenate([verdicts(r, b) for r, b in held_runs]))
-    test_runs = [oof[n] for n in SETS]  # the n-gram threshold keeps recall on the test sets
-    if args.rebar:
+    if args.rebar or args.ship:  # the shipped bars: chosen on every out-of-fold part
         chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
-        ng_t = ngram_threshold(test_runs, args.recall)
+        ng_t = ngram_threshold([oof[n] for n in SETS], args.recall)  # it keeps recall on the test sets
+    if args.rebar:
         rebar(args.rebar, chosen, ng_t, cmd)
         report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.rebar)}
     if args.ship:
-        chosen = choose(list(oof.values()), args.recall, args.action_recall, tuple(args.weights), args.max_veto)
-        ng_t = ngram_threshold(test_runs, args.recall)
         trainer = trainer or Trainer(args)
         clf, head = trainer.fit(list(sets.values()))
         save(args.ship, clf, head, chosen, ng_t, args, cmd)
