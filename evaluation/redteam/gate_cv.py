@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.redteam import gate_fit
-from evaluation.redteam.gate_fit import corpus_of, features_from, refusal_pr
+from evaluation.redteam.gate_fit import corpus_of, features_from, pr_cell, refusal_pr
 
 PROG = "python -m evaluation.redteam.gate_cv"
 
@@ -182,7 +182,7 @@ def sweep(p: np.ndarray, y: np.ndarray, italian: np.ndarray, groups: np.ndarray)
         for mask in (np.ones(len(y), bool), fresh):
             for k in (0, 1):
                 m = mask & (italian == k)
-                cells.append(_cell(refusal_pr(y[m], p[m] >= t)))
+                cells.append(pr_cell(refusal_pr(y[m], p[m] >= t)))
         lines.append(f"| {t:.2f} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} |")
     return "\n".join(lines) + "\n"
 
@@ -245,13 +245,6 @@ def matched(
     return "\n".join(lines) + "\n"
 
 
-def _cell(d: dict[str, Any]) -> str:
-    def g(k: str) -> str:
-        return "-" if d[k] is None else f"{d[k]:.3f}"
-
-    return f"{g('refusal_precision')} / {g('refusal_recall')} / {g('in_scope_answered')}"
-
-
 def markdown(results: dict[str, Any]) -> str:
     """Pooled and per-left-out-set tables: refusal precision / refusal recall / in-scope answered."""
     names = list(results)
@@ -263,7 +256,7 @@ def markdown(results: dict[str, Any]) -> str:
         r = results[n]
         auc = r.get("auc", {})
         a = f"{auc.get('en', '-')} / {auc.get('it', '-')}" if auc else "(fixed model)"
-        lines.append(f"| {n} | {_cell(r['en'])} | {_cell(r['it'])} | {_cell(r['all'])} | {r['wrong']} | {a} |")
+        lines.append(f"| {n} | {pr_cell(r['en'])} | {pr_cell(r['it'])} | {pr_cell(r['all'])} | {r['wrong']} | {a} |")
     groups = list(results[names[0]]["per_set"])
     lines += ["", "| left-out set | model | en | it |", "|---|---|---|---|"]
     for g in groups:
@@ -271,7 +264,7 @@ def markdown(results: dict[str, Any]) -> str:
         counts = f"{g} (en {first['en']['n']}, it {first['it']['n']})"
         for k, n in enumerate(names):
             ps = results[n]["per_set"][g]
-            lines.append(f"| {counts if k == 0 else ''} | {n} | {_cell(ps['en'])} | {_cell(ps['it'])} |")
+            lines.append(f"| {counts if k == 0 else ''} | {n} | {pr_cell(ps['en'])} | {pr_cell(ps['it'])} |")
     return "\n".join(lines) + "\n"
 
 

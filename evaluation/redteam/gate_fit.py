@@ -327,6 +327,15 @@ def refusal_pr(y: np.ndarray, answer: np.ndarray) -> dict[str, float | None]:
     }
 
 
+def pr_cell(d: dict[str, Any]) -> str:
+    """A ``refusal_pr`` dict as a table cell: refusal precision / refusal recall / in-scope answered."""
+
+    def g(k: str) -> str:
+        return "-" if d.get(k) is None else f"{d[k]:.3f}"
+
+    return f"{g('refusal_precision')} / {g('refusal_recall')} / {g('in_scope_answered')}"
+
+
 def _auc(y: np.ndarray, x: np.ndarray) -> float | None:
     from sklearn.metrics import roc_auc_score
 

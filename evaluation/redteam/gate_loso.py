@@ -26,7 +26,7 @@ import numpy as np
 
 from evaluation.redteam import gate_cv
 from evaluation.redteam.cross_language_gate_fit import fit_rule, mcnemar
-from evaluation.redteam.gate_fit import refusal_pr
+from evaluation.redteam.gate_fit import pr_cell, refusal_pr
 
 PROG = "python -m evaluation.redteam.gate_loso"
 # sets with both classes written for the gate (the fresh sets the issue quotes are of this kind)
@@ -269,13 +269,6 @@ def summary(rows: Sequence[dict[str, Any]], answered: np.ndarray, ref: np.ndarra
     return out
 
 
-def _cell(d: dict[str, Any]) -> str:
-    def g(k: str) -> str:
-        return "-" if d.get(k) is None else f"{d[k]:.3f}"
-
-    return f"{g('refusal_precision')} / {g('refusal_recall')} / {g('in_scope_answered')}"
-
-
 def markdown(results: dict[str, dict[str, Any]]) -> str:
     """Pooled tables (all sets; the gate sets only) and the per-left-out-set table."""
     lines = [
@@ -288,8 +281,8 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
     for name, s in results.items():
         v = s["both"]
         lines.append(
-            f"| {name} | {_cell(s['en']['gate_sets'])} | {_cell(s['it']['gate_sets'])} | {_cell(s['en']['all'])} "
-            f"| {_cell(s['it']['all'])} | {v['wrong']} | {v['right_only_here']} vs {v['right_only_shipped']}, "
+            f"| {name} | {pr_cell(s['en']['gate_sets'])} | {pr_cell(s['it']['gate_sets'])} | {pr_cell(s['en']['all'])} "
+            f"| {pr_cell(s['it']['all'])} | {v['wrong']} | {v['right_only_here']} vs {v['right_only_shipped']}, "
             f"p {v['p']} |"
         )
     lines += [
@@ -311,7 +304,7 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
         for i, (name, s) in enumerate(results.items()):
             en, it = s["en"]["per_set"].get(g), s["it"]["per_set"].get(g)
             n = f"{g} (en {en['n'] if en else 0}, it {it['n'] if it else 0})" if i == 0 else ""
-            lines.append(f"| {n} | {name} | {_cell(en) if en else '-'} | {_cell(it) if it else '-'} |")
+            lines.append(f"| {n} | {name} | {pr_cell(en) if en else '-'} | {pr_cell(it) if it else '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -386,9 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             spec["name"],
             "|",
-            _cell(s["en"]["gate_sets"]),
+            pr_cell(s["en"]["gate_sets"]),
             "|",
-            _cell(s["it"]["gate_sets"]),
+            pr_cell(s["it"]["gate_sets"]),
             "|",
             s["both"],
             file=sys.stderr,
