@@ -789,10 +789,10 @@ class ComposeSettings(_Group):
         "(evaluation/results/replies.md).",
     )
     trained_types: list[Literal["how_much", "how_long", "when", "why", "what_to_do", "yes_no"]] = Field(
-        default=["why"],
+        default=["how_long", "when", "yes_no", "why"],
         description="Extractive, answer_scorer=cues: question types whose answer selection adds the trained "
-        "scorer's term (models/answer_scorer; loads e5-onnx). It finds reasons the cues miss, loses instructions "
-        "(evaluation/results/replies-s11.md). Empty: cues alone.",
+        "scorer's term (models/answer_scorer; loads e5-onnx): the types where it gained more than it lost, "
+        "leave-one-set-out (evaluation/results/replies-s12.md). Empty: cues alone.",
     )
     stream_draft: bool = Field(
         default=False,

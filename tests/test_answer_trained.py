@@ -244,7 +244,7 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     assert answer_model_for(services, "cues", "en") is None
 
 
-def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monkeypatch) -> None:
+def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(monkeypatch) -> None:
     import types
 
     from chatbot.settings import load_settings
@@ -260,12 +260,16 @@ def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monke
     services = types.SimpleNamespace(settings=load_settings())
     model = answer_model_for(services, "cues", "it")
 
-    assert services.settings.compose.trained_types == ["why"]  # the default
+    # the default: the types where the reply-set head gained more than it lost, leave-one-set-out (replies-s12.md)
+    assert services.settings.compose.trained_types == ["how_long", "when", "yes_no", "why"]
     assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
     assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []
+    assert model("What should I do about heartburn?", ["Eat smaller meals."]) is None and loaded == []
     assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
     assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
-    assert loaded == ["e5-onnx", "e5-onnx"]  # asked per why question (the services' cache keeps one instance)
+    assert model("When is the anomaly scan?", ["It is at 20 weeks."]) == [0.25]
+    assert model("Is it safe to dye my hair?", ["Most hair dyes are fine."]) == [0.25]
+    assert loaded == ["e5-onnx"] * 4  # asked per question of those types (the services' cache keeps one instance)
 
 
 def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> None:
@@ -286,3 +290,51 @@ def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> No
     assert with_model.detail["answer"]["model_error"] == (
         "FileNotFoundError: models/answer_scorer/answer_scorer.npz is missing"
     )
+
+
+LABOUR = (
+    "Most babies are born between 37 and 42 weeks of pregnancy. Labour may start with a show or with your waters "
+    "breaking. Phone the maternity unit when your contractions come every 5 minutes."
+)
+
+
+def _labour_reply(question: str, model) -> str:
+    from chatbot.index import Hit
+    from chatbot.stages.answer_first import compose_answer_first
+    from corpus.model import Segment
+
+    seg = Segment(
+        id="labour#0", doc_id="labour", text=LABOUR, title="Signs of labour", source_url="https://example.org/labour",
+        position=0, heading="Signs of labour",
+    )  # fmt: skip
+    return compose_answer_first(question, [Hit(seg, 1.0, {})], model=model).text
+
+
+def test_the_default_types_let_the_trained_term_choose_the_answer_and_leave_how_much_to_the_cues() -> None:
+    from chatbot.settings import load_settings
+    from chatbot.stages.answer_cues import question_type
+    from chatbot.stages.answer_first import TypedAnswerModel
+
+    asked: list[str] = []
+
+    def trained(question, texts):  # the reply-set head's kind of scores: small, one unit clearly above the rest
+        asked.append(question)
+        return [0.3 if t.startswith("Phone") else 0.02 for t in texts]
+
+    model = TypedAnswerModel(lambda: trained, load_settings().compose.trained_types)
+    when, how_much = "When should I go to hospital in labour?", "How much time should I give labour at home?"
+    assert (question_type(when), question_type(how_much)) == ("when", "how_much")
+
+    # the cues alone open with the weeks (a time cue, but not when to go in); the trained term, weighted
+    # W_TRAINED = 4, puts the instruction first (weighted 1, +0.28 did not outweigh the cue: the weeks opened)
+    assert _labour_reply(when, None) == (
+        "Most babies are born between 37 and 42 weeks of pregnancy. Labour may start with a show or with your "
+        "waters breaking."
+    )
+    assert _labour_reply(when, model) == (
+        "Phone the maternity unit when your contractions come every 5 minutes. Most babies are born between 37 "
+        "and 42 weeks of pregnancy."
+    )
+    # how_much is not a default type (the head lost such questions, replies-s12.md): the cues' reply, unasked
+    assert _labour_reply(how_much, model) == _labour_reply(how_much, None)
+    assert asked == [when]
