@@ -1,7 +1,7 @@
 """The answer scorer retrained on the reply sets' key phrases, measured leave-one-set-out by composer replay.
 
-    python -m evaluation.answer_scorer_loso --capture DIR --data SET.jsonl [--data ...] --out DIR
-        [--ship models/answer_scorer]
+    python -m evaluation.answer_scorer_loso --capture DIR --data SET.jsonl [--data ...] --out DIR [--no-public]
+        [--w-trained 4] [--ship models/answer_scorer/answer_scorer_replies.npz] [--report TYPES | --nested DIRS]
 
 Training pairs from a reply set (``reply_pairs``): every unit the composer could offer (a sentence, a list with
 its intro, or a list's items; ``chatbot.stages.answer_first``) of every document retrieved for the question (the
@@ -98,10 +98,12 @@ def fit_head(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float = C) -> dict[
 
 
 def save_head(head: dict[str, np.ndarray], meta: dict[str, Any], out: Path) -> None:
+    """The head's weights file ``out`` (a folder gets answer_trained.WEIGHTS_FILE in it)."""
     from chatbot.stages.answer_trained import WEIGHTS_FILE
 
-    out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / WEIGHTS_FILE, **head, meta=np.asarray(json.dumps(meta, sort_keys=True)))
+    path = out / WEIGHTS_FILE if out.suffix != ".npz" else out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **head, meta=np.asarray(json.dumps(meta, sort_keys=True)))
 
 
 def replay_rows(items: Sequence[Any], captures: dict[str, Any], settings: Any, model: Any) -> list[dict[str, Any]]:
@@ -272,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--w-trained", type=float, default=None, help="answer_select.W_TRAINED for the replays")
     p.add_argument("--sets-only", default="", help="comma-separated held-out sets to run (default every set)")
     p.add_argument("--out", type=Path, required=True, help="folder for the per-question rows and folds")
-    p.add_argument("--ship", type=Path, default=None, help="fit on every set and write the head here")
+    p.add_argument("--ship", type=Path, default=None, help="fit on every set and write the head (an .npz) here")
     p.add_argument("--nested", default=None, help="only choose among runs (folders, a,b) set by set; see nested()")
     p.add_argument("--report", default=None, help="only report the rows in --out; the fold head's types (a,b)")
     args = p.parse_args(argv)

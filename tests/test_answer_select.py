@@ -8,7 +8,7 @@ import pytest
 from chatbot.index import Hit
 from chatbot.stages.answer_cues import cue_score, question_type
 from chatbot.stages.answer_first import compose_answer_first
-from chatbot.stages.answer_select import W_TRAINED, Candidate, score_units, select_units
+from chatbot.stages.answer_select import Candidate, score_units, select_units
 from corpus.model import Segment
 
 
@@ -694,7 +694,7 @@ def test_a_model_with_a_shortlist_scores_only_the_units_the_cues_rank_highest() 
             "Green tea contains caffeine.",
         ]
     ]
-    assert out.detail["answer"]["parts"]["model"] == W_TRAINED * 0.5
+    assert out.detail["answer"]["parts"]["model"] == 0.5
     assert out.text.startswith("Large amounts have been linked to a lower birth weight")
 
 

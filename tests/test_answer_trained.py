@@ -244,7 +244,7 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     assert answer_model_for(services, "cues", "en") is None
 
 
-def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(monkeypatch) -> None:
+def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monkeypatch) -> None:
     import types
 
     from chatbot.settings import load_settings
@@ -260,16 +260,12 @@ def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(m
     services = types.SimpleNamespace(settings=load_settings())
     model = answer_model_for(services, "cues", "it")
 
-    # the default: the types where the reply-set head gained more than it lost, leave-one-set-out (replies-s12.md)
-    assert services.settings.compose.trained_types == ["how_long", "when", "yes_no", "why"]
+    assert services.settings.compose.trained_types == ["why"]  # the default
     assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
     assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []
-    assert model("What should I do about heartburn?", ["Eat smaller meals."]) is None and loaded == []
     assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
     assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
-    assert model("When is the anomaly scan?", ["It is at 20 weeks."]) == [0.25]
-    assert model("Is it safe to dye my hair?", ["Most hair dyes are fine."]) == [0.25]
-    assert loaded == ["e5-onnx"] * 4  # asked per question of those types (the services' cache keeps one instance)
+    assert loaded == ["e5-onnx", "e5-onnx"]  # asked per why question (the services' cache keeps one instance)
 
 
 def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> None:
@@ -310,31 +306,66 @@ def _labour_reply(question: str, model) -> str:
     return compose_answer_first(question, [Hit(seg, 1.0, {})], model=model).text
 
 
-def test_the_default_types_let_the_trained_term_choose_the_answer_and_leave_how_much_to_the_cues() -> None:
-    from chatbot.settings import load_settings
+def test_the_reply_set_head_weighs_its_term_by_its_own_metadata_for_its_types_only() -> None:
     from chatbot.stages.answer_cues import question_type
     from chatbot.stages.answer_first import TypedAnswerModel
 
     asked: list[str] = []
 
-    def trained(question, texts):  # the reply-set head's kind of scores: small, one unit clearly above the rest
-        asked.append(question)
-        return [0.3 if t.startswith("Phone") else 0.02 for t in texts]
+    class Head:  # the reply-set head's kind of scores: small, one unit clearly above the rest
+        def __init__(self, weight):
+            self.weight = weight
 
-    model = TypedAnswerModel(lambda: trained, load_settings().compose.trained_types)
+        def __call__(self, question, texts):
+            asked.append(question)
+            return [0.3 if t.startswith("Phone") else 0.02 for t in texts]
+
+    types = ["how_long", "when", "yes_no", "why"]
     when, how_much = "When should I go to hospital in labour?", "How much time should I give labour at home?"
     assert (question_type(when), question_type(how_much)) == ("when", "how_much")
-
-    # the cues alone open with the weeks (a time cue, but not when to go in); the trained term, weighted
-    # W_TRAINED = 4, puts the instruction first (weighted 1, +0.28 did not outweigh the cue: the weeks opened)
-    assert _labour_reply(when, None) == (
+    weeks = (
         "Most babies are born between 37 and 42 weeks of pregnancy. Labour may start with a show or with your "
         "waters breaking."
     )
-    assert _labour_reply(when, model) == (
+
+    # the cues alone open with the weeks (a time cue, but not when to go in)
+    assert _labour_reply(when, None) == weeks
+    # weighted 4 (its metadata), the head's +0.28 puts the instruction first
+    assert _labour_reply(when, TypedAnswerModel(lambda: Head(4.0), types)) == (
         "Phone the maternity unit when your contractions come every 5 minutes. Most babies are born between 37 "
         "and 42 weeks of pregnancy."
     )
-    # how_much is not a default type (the head lost such questions, replies-s12.md): the cues' reply, unasked
-    assert _labour_reply(how_much, model) == _labour_reply(how_much, None)
-    assert asked == [when]
+    # without a weight of its own (W_TRAINED = 1) the cue still wins and the instruction only follows
+    assert _labour_reply(when, TypedAnswerModel(lambda: Head(None), types)) == (
+        f"{weeks} Phone the maternity unit when your contractions come every 5 minutes."
+    )
+    # how_much is not one of its types (it lost such questions, replies-s12.md): the cues' reply, the head unasked
+    assert _labour_reply(how_much, TypedAnswerModel(lambda: Head(4.0), types)) == _labour_reply(how_much, None)
+    assert asked == [when, when]
+
+
+def test_the_shipped_reply_set_head_carries_its_weight_and_is_chosen_by_the_setting(monkeypatch, fake_embedder) -> None:
+    import types
+
+    from chatbot.settings import load_settings
+    from chatbot.stages import answer_first
+    from chatbot.stages.answer_trained import HEADS
+
+    public = TrainedAnswerModel(fake_embedder, default_model_dir())
+    replies = TrainedAnswerModel(fake_embedder, default_model_dir(), weights_file=HEADS["reply-sets"])
+
+    assert public.weight is None  # answer_select.W_TRAINED
+    assert replies.weight == 4.0 and replies.coef.shape == public.coef.shape
+    assert sorted(replies.meta["reply_sets"]) == sorted(
+        ["replyset", "heldout", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6"]
+    )
+    assert (default_model_dir() / HEADS["reply-sets"]).stat().st_size < 1_000_000
+
+    import chatbot.embedders
+
+    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: fake_embedder)
+    settings = load_settings()
+    assert settings.compose.trained_head == "public"  # the default: the reply-set head is opt-in
+    settings.compose.trained_head = "reply-sets"
+    chosen = answer_first._trained_model(types.SimpleNamespace(settings=settings))
+    assert chosen.weight == 4.0 and np.array_equal(chosen.coef, replies.coef)

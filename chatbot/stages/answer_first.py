@@ -126,7 +126,8 @@ def compose_answer_first(
             by_unit = {id(u): float(sc) for u, sc in zip(scored, scores, strict=True)}
             for u in units:
                 u.model_score = by_unit.get(id(u), 0.0)
-    ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False))
+    weight = getattr(model, "weight", None)  # a trained head's own weight (its metadata), else W_TRAINED
+    ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False), trained_weight=weight)
     if mixed:
         ranked = by_language(question, ranked, language)
         if ranked[0].language != language:
@@ -216,6 +217,7 @@ class TypedAnswerModel:
         self.load = load
         self.types = frozenset(types)
         self.error: str | None = None  # why the model could not be loaded (the cues then answer alone; traced)
+        self.weight: float | None = None  # the loaded head's weight of its term (TrainedAnswerModel.weight)
 
     def __call__(self, question: str, texts: Sequence[str]) -> Sequence[float] | None:
         from chatbot.stages.answer_cues import question_type
@@ -227,6 +229,7 @@ class TypedAnswerModel:
         except (OSError, ValueError) as exc:  # weights or e5-onnx missing: the cues still make a reply
             self.error = f"{type(exc).__name__}: {exc}"[:300]
             return None
+        self.weight = getattr(model, "weight", None)
         return model(question, texts)
 
 
@@ -234,10 +237,13 @@ def _trained_model(services) -> Any:
     cache = services.__dict__.setdefault("_answer_models", {})
     if "trained" not in cache:
         from chatbot.embedders import load_embedder
-        from chatbot.stages.answer_trained import EMBEDDER, TrainedAnswerModel
+        from chatbot.stages.answer_trained import EMBEDDER, HEADS, TrainedAnswerModel
 
         # the pipeline's (kind, threads) key: the same e5-onnx instance when it is the retrieval embedder
-        cache["trained"] = TrainedAnswerModel(load_embedder(EMBEDDER, services.settings.embedding.threads))
+        head = HEADS[getattr(services.settings.compose, "trained_head", "public")]
+        cache["trained"] = TrainedAnswerModel(
+            load_embedder(EMBEDDER, services.settings.embedding.threads), weights_file=head
+        )
     return cache["trained"]
 
 

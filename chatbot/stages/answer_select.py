@@ -36,10 +36,8 @@ W_HEADING = 0.35
 # (all units of a card then share the topic word) measured worse on the dev reply set (0.817 -> 0.789).
 W_OVERLAP = 0.5
 W_MODEL = 0.5
-# the trained answer scorer's probability (chatbot.stages.answer_trained), used as it is (not min-max). The head
-# fitted on the reply sets' key phrases says "answers" for about 3 in 100 candidate units, so its probabilities are
-# small: weight 4 was chosen over 1 and 2 set by set, leave-one-set-out (evaluation/results/replies-s12.md)
-W_TRAINED = 4.0
+# the trained answer scorer's probability (chatbot.stages.answer_trained), used as it is (not min-max)
+W_TRAINED = 1.0
 # the document names what was asked: with MiniLM + fusion (the browser tests' settings) the alcohol card is
 # retrieved first for "Is it safe to drink coffee when pregnant?"; it never says "coffee", the caffeine card
 # does. Neutral on the dev reply set (0.0 to 1.5 give the same recall there).
@@ -113,9 +111,12 @@ def candidate_idf(units: Sequence[Candidate]) -> dict[str, float]:
     return {w: math.log(1 + len(units) / n) for w, n in df.items()}
 
 
-def score_units(question: str, kind: str, units: Sequence[Candidate], raw_model: bool = False) -> list[Candidate]:
+def score_units(
+    question: str, kind: str, units: Sequence[Candidate], raw_model: bool = False, trained_weight: float | None = None
+) -> list[Candidate]:
     """Set ``score`` and ``parts`` of every unit (in place) and return them, best first. ``raw_model``: the
-    model scores are probabilities, weighted by W_TRAINED as they are (else min-max normalised, W_MODEL)."""
+    model scores are probabilities, weighted by ``trained_weight`` (default W_TRAINED) as they are (else min-max
+    normalised, W_MODEL)."""
     models = [u.model_score for u in units if u.model_score is not None]
     lo, hi = (min(models), max(models)) if models else (0.0, 0.0)
     idf = candidate_idf(units)
@@ -137,7 +138,7 @@ def score_units(question: str, kind: str, units: Sequence[Candidate], raw_model:
             "lead": LEAD_BONUS if u.first == 0 else 0.0,
         }
         if u.model_score is not None and raw_model:
-            parts["model"] = W_TRAINED * u.model_score
+            parts["model"] = (W_TRAINED if trained_weight is None else trained_weight) * u.model_score
         elif u.model_score is not None:
             parts["model"] = W_MODEL * ((u.model_score - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0)
         u.parts = {k: round(v, 4) for k, v in parts.items()}

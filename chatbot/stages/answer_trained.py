@@ -22,6 +22,9 @@ from chatbot.stages.answer_cues import QUESTION_TYPES, cue_score, question_type
 
 FEATURE_VERSION = 1
 WEIGHTS_FILE = "answer_scorer.npz"
+# compose.trained_head -> weights file in models/answer_scorer: the head fitted on public train splits, or the one
+# fitted on the reply sets' key phrases (evaluation/answer_scorer_loso.py; evaluation/results/replies-s12.md)
+HEADS = {"public": WEIGHTS_FILE, "reply-sets": "answer_scorer_replies.npz"}
 CARD_FILE = "README.md"
 EMBEDDER = "e5-onnx"  # the vectors the head was fitted on
 
@@ -66,14 +69,18 @@ class TrainedAnswerModel:
     """``(question, unit texts) -> P(answers)`` per unit, for compose.answer_scorer=cues+trained.
 
     ``reads_heading = False``: it scores the sentence itself (it was fitted on bare sentences);
-    ``probability = True``: its scores are calibrated probabilities, used as they are (not min-max)."""
+    ``probability = True``: its scores are calibrated probabilities, used as they are (not min-max);
+    ``weight``: the composer's weight of them when the head's metadata names one (``composer_weight``), else None
+    (answer_select.W_TRAINED)."""
 
     reads_heading = False
     probability = True
 
-    def __init__(self, embedder, model_dir: Path | None = None, max_cached: int = 20000) -> None:
+    def __init__(
+        self, embedder, model_dir: Path | None = None, max_cached: int = 20000, weights_file: str = WEIGHTS_FILE
+    ) -> None:
         model_dir = Path(model_dir) if model_dir else default_model_dir()
-        path = model_dir / WEIGHTS_FILE
+        path = model_dir / weights_file
         if not path.is_file():
             raise FileNotFoundError(
                 f"compose.answer_scorer=cues+trained but {path} is missing; train it with "
@@ -88,6 +95,7 @@ class TrainedAnswerModel:
         if meta.get("feature_version") != FEATURE_VERSION:
             raise ValueError(f"{path}: feature version {meta.get('feature_version')} != {FEATURE_VERSION}; retrain")
         self.meta = meta
+        self.weight: float | None = meta.get("composer_weight")
         self.embedder = embedder
         self.max_cached = max_cached
         self._cache: dict[str, np.ndarray] = {}
