@@ -789,16 +789,16 @@ class ComposeSettings(_Group):
         "(evaluation/results/replies.md).",
     )
     trained_types: list[Literal["how_much", "how_long", "when", "why", "what_to_do", "yes_no"]] = Field(
-        default=["why"],
+        default=["how_long", "when", "yes_no", "why"],
         description="Extractive, answer_scorer=cues: question types whose answer selection adds the trained "
-        "scorer's term (models/answer_scorer; loads e5-onnx). It finds reasons the cues miss, loses instructions "
-        "(evaluation/results/replies-s11.md). Empty: cues alone.",
+        "scorer's term (models/answer_scorer; loads e5-onnx): those it gained on leave-one-set-out; how_much and "
+        "what_to_do lost (evaluation/results/replies-s12.md). Empty: cues alone.",
     )
     trained_head: Literal["public", "reply-sets"] = Field(
-        default="public",
-        description="The trained answer scorer's weights: fitted on public train splits, or on the seven reply sets' "
-        "key phrases (better leave-one-set-out, but it answered the coffee question from the alcohol card; "
-        "evaluation/results/replies-s12.md). Use reply-sets with trained_types how_long, when, yes_no, why.",
+        default="reply-sets",
+        description="The trained answer scorer's weights: fitted on the seven reply sets' key phrases (better "
+        "leave-one-set-out, evaluation/results/replies-s12.md), or on public train splits (main before session 12, "
+        "with trained_types why only).",
     )
     stream_draft: bool = Field(
         default=False,

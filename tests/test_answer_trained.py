@@ -244,7 +244,7 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     assert answer_model_for(services, "cues", "en") is None
 
 
-def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monkeypatch) -> None:
+def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(monkeypatch) -> None:
     import types
 
     from chatbot.settings import load_settings
@@ -260,12 +260,16 @@ def test_cues_add_the_trained_term_for_why_questions_only_and_load_it_then(monke
     services = types.SimpleNamespace(settings=load_settings())
     model = answer_model_for(services, "cues", "it")
 
-    assert services.settings.compose.trained_types == ["why"]  # the default
+    # the default: the types the reply-set head gained on, leave-one-set-out (replies-s12.md)
+    assert services.settings.compose.trained_types == ["how_long", "when", "yes_no", "why"]
     assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
     assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []
+    assert model("What should I do about heartburn?", ["Eat smaller meals."]) is None and loaded == []
     assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
     assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
-    assert loaded == ["e5-onnx", "e5-onnx"]  # asked per why question (the services' cache keeps one instance)
+    assert model("When is the anomaly scan?", ["It is at 20 weeks."]) == [0.25]
+    assert model("Is it safe to dye my hair?", ["Most hair dyes are fine."]) == [0.25]
+    assert loaded == ["e5-onnx"] * 4  # asked per question of those types (the services' cache keeps one instance)
 
 
 def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> None:
@@ -365,7 +369,57 @@ def test_the_shipped_reply_set_head_carries_its_weight_and_is_chosen_by_the_sett
 
     monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: fake_embedder)
     settings = load_settings()
-    assert settings.compose.trained_head == "public"  # the default: the reply-set head is opt-in
-    settings.compose.trained_head = "reply-sets"
+    assert settings.compose.trained_head == "reply-sets"  # the default
     chosen = answer_first._trained_model(types.SimpleNamespace(settings=settings))
     assert chosen.weight == 4.0 and np.array_equal(chosen.coef, replies.coef)
+    settings.compose.trained_head = "public"  # main's head before session 12
+    again = answer_first._trained_model(types.SimpleNamespace(settings=settings))
+    assert again.weight is None and np.array_equal(again.coef, public.coef)
+
+
+def test_a_yes_no_question_takes_the_trained_term_only_from_the_card_that_names_what_was_asked(monkeypatch) -> None:
+    from chatbot.index import Hit
+    from chatbot.stages.answer_first import TypedAnswerModel, compose_answer_first
+    from corpus.model import Segment
+
+    def seg(doc: str, title: str, text: str) -> Segment:
+        return Segment(
+            id=f"{doc}#0", doc_id=doc, text=text, title=title, source_url=f"https://example.org/{doc}", position=0,
+            heading=title,
+        )  # fmt: skip
+
+    caffeine = seg(
+        "caffeine", "Caffeine in pregnancy",
+        "Coffee, tea and cola contain caffeine, so keep an eye on what you drink. The usual advice is no more than "
+        "200 milligrams of caffeine a day.",
+    )  # fmt: skip
+    alcohol = seg(
+        "alcohol", "Alcohol in pregnancy",
+        "No amount of alcohol is known to be safe to drink in pregnancy. Ask your midwife for support to stop.",
+    )  # fmt: skip
+
+    class Head:  # reads the alcohol verdict as the answer to "is it safe to drink ...?" (as the real head did)
+        weight = 4.0
+
+        def __call__(self, question, texts):
+            return [0.5 if "No amount" in t else 0.1 if "200 milligrams" in t else 0.02 for t in texts]
+
+    model = TypedAnswerModel(lambda: Head(), ["yes_no", "why"])
+    hits = [Hit(caffeine, 1.0, {}), Hit(alcohol, 0.9, {})]
+
+    question = "Is it safe to drink coffee when pregnant?"
+    coffee = compose_answer_first(question, hits, model=model)
+    assert coffee.text == "The usual advice is no more than 200 milligrams of caffeine a day."
+    assert coffee.detail["answer"]["parts"]["model"] == 0.4  # 4 x 0.1
+    assert [u["doc_id"] for u in coffee.detail["answer"]["runner_up"]] == ["caffeine", "alcohol", "alcohol"]
+    # the caffeine card names "coffee" and "drink", the alcohol card "safe" and "drink": without the rule the
+    # alcohol verdict's 4 x 0.5 opens the reply
+    import chatbot.stages.answer_select as answer_select
+
+    monkeypatch.setattr(answer_select, "TRAINED_NAMED_ONLY", ())
+    unguarded = compose_answer_first(question, hits, model=model)
+    assert unguarded.text.startswith("No amount of alcohol is known to be safe to drink in pregnancy.")
+    monkeypatch.undo()
+    # a "why" question is not held to the naming card: the same head opens with the alcohol sentence
+    why = compose_answer_first("Why is drinking coffee a worry when pregnant?", hits, model=model)
+    assert why.text.startswith("No amount of alcohol is known to be safe to drink in pregnancy.")

@@ -38,6 +38,12 @@ W_OVERLAP = 0.5
 W_MODEL = 0.5
 # the trained answer scorer's probability (chatbot.stages.answer_trained), used as it is (not min-max)
 W_TRAINED = 1.0
+# For a yes/no question the trained term ranks only the units of the card(s) naming the most of the question (the
+# ``topic`` term): the reply-set head read "No amount of alcohol is known to be safe" as the verdict "Is it safe
+# to drink coffee when pregnant?" asks for (P 0.40, above the caffeine card's 200 mg sentence), and opened the reply
+# with it. Leave-one-set-out this kept the head's gains and that question (evaluation/results/replies-s12.md); for
+# every type it lost doc changes that were right ("first lot of jabs": the vaccination card names less of it).
+TRAINED_NAMED_ONLY = ("yes_no",)
 # the document names what was asked: with MiniLM + fusion (the browser tests' settings) the alcohol card is
 # retrieved first for "Is it safe to drink coffee when pregnant?"; it never says "coffee", the caffeine card
 # does. Neutral on the dev reply set (0.0 to 1.5 give the same recall there).
@@ -138,7 +144,8 @@ def score_units(
             "lead": LEAD_BONUS if u.first == 0 else 0.0,
         }
         if u.model_score is not None and raw_model:
-            parts["model"] = (W_TRAINED if trained_weight is None else trained_weight) * u.model_score
+            named = kind not in TRAINED_NAMED_ONLY or topic[u.doc_id] >= max(topic.values())
+            parts["model"] = (W_TRAINED if trained_weight is None else trained_weight) * u.model_score if named else 0.0
         elif u.model_score is not None:
             parts["model"] = W_MODEL * ((u.model_score - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0)
         u.parts = {k: round(v, 4) for k, v in parts.items()}
