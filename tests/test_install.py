@@ -114,6 +114,7 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
         "chatbot/_shipped/models/redflags/weights.npz",
         "chatbot/_shipped/models/redflags/context-head.npz",
         "chatbot/_shipped/models/answer_scorer/answer_scorer.npz",
+        "chatbot/_shipped/models/answer_scorer/answer_scorer_replies.npz",
         "chatbot/_shipped/models/relevance_gate/gate.json",
         "chatbot/_shipped/models/query_adapter/adapter.npz",
         "chatbot/_shipped/models/query_adapter/adapter.json",
