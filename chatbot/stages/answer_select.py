@@ -38,11 +38,9 @@ W_OVERLAP = 0.5
 W_MODEL = 0.5
 # the trained answer scorer's probability (chatbot.stages.answer_trained), used as it is (not min-max)
 W_TRAINED = 1.0
-# For a yes/no question the trained term ranks only the units of the card(s) naming the most of the question (the
-# ``topic`` term): the reply-set head read "No amount of alcohol is known to be safe" as the verdict "Is it safe
-# to drink coffee when pregnant?" asks for (P 0.40, above the caffeine card's 200 mg sentence), and opened the reply
-# with it. Leave-one-set-out this kept the head's gains and that question (evaluation/results/replies-s12.md); for
-# every type it lost doc changes that were right ("first lot of jabs": the vaccination card names less of it).
+# For yes/no, the trained term counts only on the card(s) naming the most of the question (``topic``): the reply-set
+# head took "No amount of alcohol is known to be safe" for the verdict "Is it safe to drink coffee?" asks for. For
+# every type this lost right card changes ("first lot of jabs"; evaluation/results/replies-s12.md).
 TRAINED_NAMED_ONLY = ("yes_no",)
 # the document names what was asked: with MiniLM + fusion (the browser tests' settings) the alcohol card is
 # retrieved first for "Is it safe to drink coffee when pregnant?"; it never says "coffee", the caffeine card
