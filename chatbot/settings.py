@@ -605,6 +605,20 @@ class LogicalSettings(_Group):
         description="A document whose title names every word of a NOT term is about the excluded thing: it ranks "
         "below every other document (bundled cards; NegConstraint passages have no titles).",
     )
+    not_listed_discount: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="A NOT term's value × (1 − discount) in a passage whose every sentence naming it lists it among "
+        "alternatives (chatbot/logical/aboutness.py). 0: off.",
+    )
+    not_about_boost: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="A NOT term's value + boost in a passage about it (its heading or first sentence names it, or "
+        "most of its sentences do). 0: off.",
+    )
     positive_source: Literal["terms", "pipeline"] = Field(
         default="terms",
         description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "

@@ -78,6 +78,10 @@ class LogicalConfig:
     positive_source: str = "terms"
     # a document whose title names a NOT term is about it: below every other (exclusion.titles_naming)
     mention_title: bool = True
+    # aboutness.adjust: a NOT term's value × (1 − discount) in a passage that only lists it among alternatives,
+    # + boost in a passage about it (heading, first sentence, most sentences); 0, 0: the cosine as it is
+    not_listed_discount: float = 0.0
+    not_about_boost: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -131,6 +135,8 @@ _SETTING_FIELDS = (
     "positive_text",
     "positive_source",
     "mention_title",
+    "not_listed_discount",
+    "not_about_boost",
     "final",
     "per_term_k",
     "include_question",

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from chatbot.index import Hit
-from chatbot.logical import exclusion
+from chatbot.logical import aboutness, exclusion
 from chatbot.logical.compose import calibration_for
 from chatbot.logical.config import VARIANTS, LogicalConfig, config_for
 from chatbot.logical.detect import Detection, analyse
@@ -190,6 +190,10 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         embedding_config = replace(config, mode="fuzzy", calibrate=False)
         ce_note = "no calibration for this embedder: the preliminary order composes raw cosines (fuzzy)"
     values = term_values(cosines, embedding_config, calibration)
+    if config.not_listed_discount or config.not_about_boost:  # a passage that only lists a NOT term vs one about it
+        values, logical_info["aboutness"] = aboutness.adjust(
+            query, candidates, values, config.not_listed_discount, config.not_about_boost
+        )
     composed = timed(timings, "compose", lambda: combine(query, values, embedding_config))
 
     final = composed
