@@ -85,6 +85,8 @@ def test_adjust_discounts_listed_and_boosts_about_and_leaves_the_rest():
         adjust(query, hits, values, discount=1.5, boost=0.0)
     with pytest.raises(ValueError, match="boost -0.1"):
         adjust(query, hits, values, discount=0.0, boost=-0.1)
+    letter = passage_aboutness([_hit("h", "H is a letter, and h, k or x are letters too.")], "H")
+    assert letter.named.tolist() == [0] and not letter.about.any()  # a one-letter term names nothing reliably
     with pytest.raises(ValueError, match="cannot be empty"):
         passage_aboutness(hits, " ")
 

@@ -118,7 +118,9 @@ def passage_aboutness(hits: list[Hit], term: str) -> Aboutness:
     named = np.zeros(n, dtype=int)
     listed_only = np.zeros(n, dtype=bool)
     about = np.zeros(n, dtype=bool)
-    firsts: list[str | None] = []
+    firsts: list[str | None] = [None] * n
+    if not any(len(s) > 1 for g in tw.stems for s in g):  # a letter ("H") names nothing reliably
+        return Aboutness(named, listed_only, about, firsts)
     for i, h in enumerate(hits):
         sentences = split_sentences(h.segment.text) or [h.segment.text]
         items = sum(1 for s in sentences if s.startswith("- "))
@@ -126,7 +128,7 @@ def passage_aboutness(hits: list[Hit], term: str) -> Aboutness:
         headed = any(names(x, tw) for x in (h.segment.heading, h.segment.title) if x and x.strip())
         lists = [listed(sentences[j], tw, sentences[j].startswith("- ") and items >= 2) for j in naming]
         named[i] = len(naming)
-        firsts.append(sentences[naming[0]] if naming else None)
+        firsts[i] = sentences[naming[0]] if naming else None
         first_focal = bool(naming) and naming[0] == 0 and not lists[0]
         share = len(naming) / len(sentences)
         about[i] = headed or first_focal or (len(naming) >= 2 and share >= 0.5)
