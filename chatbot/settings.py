@@ -619,6 +619,11 @@ class LogicalSettings(_Group):
         description="A NOT term's value + boost in a passage about it (its heading or first sentence names it, or "
         "most of its sentences do). 0: off.",
     )
+    not_listed_scope: Literal["alternatives", "all"] = Field(
+        default="alternatives",
+        description="not_listed_discount applies to questions whose every exclusion cue asks for alternatives "
+        "('other than', 'apart from', 'tranne', 'oltre a'; not 'excluding', 'without mentioning', 'senza'), or to all.",
+    )
     positive_source: Literal["terms", "pipeline"] = Field(
         default="terms",
         description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "

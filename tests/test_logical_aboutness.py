@@ -8,7 +8,7 @@ import pytest
 
 from chatbot.index import Hit
 from chatbot.logical import pipeline as logical
-from chatbot.logical.aboutness import adjust, listed, names, passage_aboutness
+from chatbot.logical.aboutness import adjust, asks_for_alternatives, listed, listed_discount, names, passage_aboutness
 from chatbot.logical.config import LogicalConfig
 from chatbot.logical.mention import term_words
 from chatbot.logical.query import parse
@@ -137,6 +137,54 @@ def test_the_pipeline_puts_a_passage_that_lists_the_excluded_thing_above_one_abo
     info = result.info["logical"]
     ids = {h.segment.doc_id: h.segment.id for h in result.ranked}
     if discount or boost:
-        assert info["aboutness"]["fever"] == {"listed": [ids["lister"]], "about": [ids["topic"]]}
+        assert info["aboutness"] == {
+            "listed_discount": discount,
+            "about_boost": boost,
+            "terms": {"fever": {"listed": [ids["lister"]], "about": [ids["topic"]]}},
+        }
     else:
         assert "aboutness" not in info
+
+
+@pytest.mark.parametrize(
+    ("cues", "alternatives"),
+    [
+        (("other than",), True),
+        (("apart from",), True),
+        (("a parte",), True),
+        (("oltre all'",), True),
+        (("tranne", "except"), True),
+        (("excluding",), False),  # NegConstraint's "excluding references to X": X must not be discussed at all
+        (("without mentioning",), False),
+        (("senza",), False),
+        (("other than", "excluding"), False),  # every cue must ask for alternatives
+        ((), False),
+    ],
+)
+def test_only_questions_asking_for_alternatives_get_the_listed_discount(cues, alternatives):
+    assert asks_for_alternatives(cues) is alternatives
+    assert listed_discount(0.5, "alternatives", cues) == (0.5 if alternatives else 0.0)
+    assert listed_discount(0.5, "all", cues) == 0.5
+
+
+def test_listed_discount_refuses_an_unknown_scope():
+    with pytest.raises(ValueError, match="scope 'some'"):
+        listed_discount(0.5, "some", ("other than",))
+    with pytest.raises(ValueError, match="not_listed_scope"):
+        LogicalConfig(not_listed_scope="some")
+
+
+def test_a_question_that_excludes_any_mention_keeps_the_full_penalty_on_a_listed_mention(tmp_path, fake_embedder):
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": "aboutness-scope", "exact": True},
+        rerank={"kind": "none"},
+        embedding={"model": "minilm"},
+        retrieval={"top_k": 10, "top_n": 3},
+    )
+    services = indexed_services(settings, fake_embedder, DOCS, max_chars=300, min_chars=10)
+    config = LogicalConfig(not_listed_discount=0.5, mention_title=False)
+    result = logical.logical_retrieve("asthma care, excluding fever", services, config)
+    assert result.info["logical"]["detection"]["cues"] == ["excluding"]
+    assert result.info["logical"]["aboutness"]["listed_discount"] == 0.0
+    assert [h.segment.doc_id for h in result.ranked] == ["topic", "plain", "lister"]  # as without the discount

@@ -40,6 +40,14 @@ _COORD = frozenset("or and nor o e ed od oppure ne".split())  # "né" folds to "
 _OPENERS = frozenset("include includes including like as eg come cui esempio inclusi incluso compresi".split())
 _AFTER_RELATIVE = frozenset("which who that whose where che cui quale quali".split())
 _SKIP = 2  # modifier words allowed between a separator and the term ("include lean red meat")
+# Cues that ask for ALTERNATIVES to X ("foods other than red meat"): a passage listing X among them answers.
+# The others ("excluding references to X", "without mentioning X", "senza X", "escluso X") ask that X not be
+# discussed at all, so a listed mention still violates them (NegConstraint's "excluding references to").
+ALTERNATIVE_CUES = (
+    "other than", "apart from", "besides", "except", "aside from", "anything but", "instead of", "rather than",
+    "in addition to", "outside of", "a parte", "tranne", "eccetto", "oltre", "invece", "altro che", "al di fuori",
+    "all'infuori", "al posto", "in alternativa",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,19 @@ def passage_aboutness(hits: list[Hit], term: str) -> Aboutness:
     return Aboutness(named, listed_only, about, firsts)
 
 
+def asks_for_alternatives(cues: tuple[str, ...] | list[str]) -> bool:
+    """True when every exclusion cue of the question asks for alternatives to the excluded thing."""
+    return bool(cues) and all(" ".join(c.lower().split()).startswith(ALTERNATIVE_CUES) for c in cues)
+
+
+def listed_discount(discount: float, scope: str, cues: tuple[str, ...] | list[str] | None) -> float:
+    """The discount for listed mentions: ``discount`` when ``scope`` is "all", or "alternatives" and the
+    question's cues all ask for alternatives (``cues`` None: the detector did not decompose it); else 0."""
+    if scope not in ("all", "alternatives"):
+        raise ValueError(f"listed-discount scope {scope!r}: all or alternatives")
+    return discount if scope == "all" or asks_for_alternatives(cues or ()) else 0.0
+
+
 def adjust(
     query: Node, hits: list[Hit], values: dict[str, np.ndarray], discount: float, boost: float
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -157,3 +178,14 @@ def adjust(
             "about": [h.segment.id for h, flag in zip(hits, a.about, strict=True) if flag],
         }
     return out, info
+
+
+def configured(
+    query: Node, hits: list[Hit], values: dict[str, np.ndarray], config: Any, detection: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``adjust`` with a ``LogicalConfig``'s knobs; the listed discount only where its scope allows it for the
+    question's cues (``detection``: the detector's, None when it did not decompose the question)."""
+    cues = detection.cues if detection is not None else None
+    discount = listed_discount(config.not_listed_discount, config.not_listed_scope, cues)
+    values, info = adjust(query, hits, values, discount, config.not_about_boost)
+    return values, {"listed_discount": discount, "about_boost": config.not_about_boost, "terms": info}

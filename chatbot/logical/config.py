@@ -82,6 +82,7 @@ class LogicalConfig:
     # + boost in a passage about it (heading, first sentence, most sentences); 0, 0: the cosine as it is
     not_listed_discount: float = 0.0
     not_about_boost: float = 0.0
+    not_listed_scope: str = "alternatives"  # alternatives: only when every cue asks for alternatives ("other than")
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -98,6 +99,8 @@ class LogicalConfig:
             raise ValueError(f"positive_source {self.positive_source!r}: terms or pipeline")
         if self.positive_text not in ("term", "question"):
             raise ValueError(f"positive_text {self.positive_text!r}: term or question")
+        if self.not_listed_scope not in ("all", "alternatives"):
+            raise ValueError(f"not_listed_scope {self.not_listed_scope!r}: all or alternatives")
         if self.mention_scorer not in MENTION_SCORERS:
             raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
 
@@ -137,6 +140,7 @@ _SETTING_FIELDS = (
     "mention_title",
     "not_listed_discount",
     "not_about_boost",
+    "not_listed_scope",
     "final",
     "per_term_k",
     "include_question",

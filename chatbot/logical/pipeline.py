@@ -191,11 +191,8 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
         ce_note = "no calibration for this embedder: the preliminary order composes raw cosines (fuzzy)"
     values = term_values(cosines, embedding_config, calibration)
     if config.not_listed_discount or config.not_about_boost:  # a passage that only lists a NOT term vs one about it
-        values, logical_info["aboutness"] = timed(
-            timings,
-            "aboutness",
-            lambda: aboutness.adjust(query, candidates, values, config.not_listed_discount, config.not_about_boost),
-        )
+        about = timed(timings, "aboutness", lambda: aboutness.configured(query, candidates, values, config, detection))
+        values, logical_info["aboutness"] = about
     composed = timed(timings, "compose", lambda: combine(query, values, embedding_config))
 
     final = composed
