@@ -606,11 +606,12 @@ class LogicalSettings(_Group):
         "below every other document (bundled cards; NegConstraint passages have no titles).",
     )
     not_listed_discount: float = Field(
-        default=0.0,
+        default=0.5,
         ge=0.0,
         le=1.0,
         description="A NOT term's value × (1 − discount) in a passage whose every sentence naming it lists it among "
-        "alternatives (chatbot/logical/aboutness.py). 0: off.",
+        "alternatives (chatbot/logical/aboutness.py). 0: off. 0.5: NegConstraint train unchanged, card dev sets "
+        "first good +1 (evaluation/results/exclusions-s12.md).",
     )
     not_about_boost: float = Field(
         default=0.0,

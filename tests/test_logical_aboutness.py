@@ -31,6 +31,9 @@ RED_MEAT = term_words("red meat", "", drop_shared=False)
         ("Red meat is the richest source of iron, and it is easily absorbed.", False),
         ("Red meat, which is high in iron, should be eaten in moderation, say experts.", False),
         ("Eat red meat.", False),
+        # the term introduces what follows: "red meat: beef, lamb and pork", "red meat (beef, lamb or pork)"
+        ("Red meat: beef, lamb and pork are rich in iron.", False),
+        ("Choose red meat (beef, lamb or pork) twice a week.", False),
         # the words are there but far apart: not one item
         ("Meat from the market is good, and red peppers, beans or lentils too.", False),
     ],

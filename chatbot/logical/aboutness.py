@@ -101,6 +101,8 @@ def listed(sentence: str, term: TermWords, list_item: bool = False) -> bool:
     span = _span(tokens, term)
     if span is None or span[1] - span[0] > len(term.stems) + 1:  # scattered words: not one item
         return False
+    if any(_is_separator(tokens, i) for i in range(span[0] + 1, span[1])):  # "fever: asthma" spans two items
+        return False
     if list_item:
         return True
     left = next((i for i in range(span[0] - 1, max(-1, span[0] - 2 - _SKIP), -1) if _is_separator(tokens, i)), None)
@@ -108,6 +110,8 @@ def listed(sentence: str, term: TermWords, list_item: bool = False) -> bool:
     right = next(
         (i for i in range(span[1] + 1, min(len(tokens), span[1] + 2 + _SKIP)) if _is_separator(tokens, i)), None
     )
+    if right is not None and tokens[right] in (":", "("):
+        right = None  # "Asthma with fever: ..." / "red meat (beef, lamb)": the term introduces what follows
     if right is not None and tokens[right] == "," and right + 1 < len(tokens) and tokens[right + 1] in _AFTER_RELATIVE:
         right = None  # "red meat, which is ...": a relative clause, not a sibling
     separators = sum(1 for i in range(len(tokens)) if tokens[i] in _PUNCT or tokens[i] in _COORD)
