@@ -57,11 +57,19 @@ class Services:
     def query_embedder(self):
         """The embedder for RETRIEVAL question vectors: ``embedder`` through the trained query adapter when
         embedding.query_adapter names one (chatbot/query_adapter.py; "auto": the shipped one when the embedder is
-        the e5-onnx it was trained for), else ``embedder`` itself."""
+        the e5-onnx it was trained for), else ``embedder`` itself; embedding.query_encoder (a fine-tuned e5 query
+        encoder, chatbot/query_encoder.py) replaces both when set."""
         from chatbot.query_adapter import BASE_EMBEDDER as ADAPTER_BASE
         from chatbot.query_adapter import retrieval_embedder
-        from chatbot.resources import shipped_model
+        from chatbot.query_encoder import query_encoder_embedder
+        from chatbot.resources import shipped_model, workspace_root
 
+        e = self.settings.embedding
+        tuned = query_encoder_embedder(
+            self.embedder, e.query_encoder, workspace_root(), e.threads, e.query_encoder_languages or None
+        )
+        if tuned is not None:  # the tuned encoder replaces the adapter (which was fitted to raw e5 vectors)
+            return tuned
         setting = self.settings.embedding.query_adapter.strip()
         if setting.lower() == "auto":  # the shipped adapter fits e5-onnx's vectors only: other embedders go without
             setting = "shipped" if getattr(self.embedder, "name", None) == ADAPTER_BASE else "none"

@@ -165,6 +165,15 @@ class EmbeddingSettings(_Group):
         description="Question languages the query adapter applies to (others keep raw e5). it: Italian questions "
         "gained (MEDIQA-it test P@3 0.341 -> 0.402) while English dense+rerank lost a little (query-adapter.md).",
     )
+    query_encoder: str = Field(
+        default="none",
+        description="Fine-tuned e5 QUERY encoder (models/query_encoder, chatbot/query_encoder.py) for retrieval "
+        'question vectors over the unchanged e5-onnx index: "shipped", a folder, or none. When set, the query '
+        "adapter is not used; the gate and red flags keep raw e5 (query-encoder-s12.md).",
+    )
+    query_encoder_languages: list[str] = Field(
+        default=[], description="Question languages the query encoder applies to ([]: every question)."
+    )
     threads: int = Field(
         default=1,
         ge=1,

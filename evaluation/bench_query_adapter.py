@@ -4,6 +4,8 @@ and random other documents, first 2 segments each, embedded once by e5-onnx (cac
 
     python -m evaluation.bench_query_adapter --adapter models/query_adapter --name query-adapter-medquad-pool
 
+``--encoder FOLDER`` adds the tuned query encoder (chatbot/query_encoder.py) as pipeline ``dense+encoder``.
+
 Exact cosine search, best segment per document; writes ``<name>.per_query.jsonl`` (pipelines ``dense`` and
 ``dense+adapter``) for ``evaluation.compare_runs`` and prints the means.
 """
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m evaluation.bench_query_adapter", description=__doc__.split("\n")[0])
     p.add_argument("--adapter", type=Path, default=Path("models/query_adapter"))
+    p.add_argument("--encoder", type=Path, help="also a tuned query encoder folder (pipeline dense+encoder)")
     p.add_argument("--data-root", type=Path, default=shared_data_dir())
     p.add_argument("--questions", type=int, default=300, help="MedQuAD test questions sampled")
     p.add_argument("--pool-random", type=int, default=600)
@@ -43,8 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     e5 = load_embedder("e5-onnx")
     raw = embed_cached(e5, [q.text for q in questions], CACHE_DIR / "test-questions.npz", queries=True)
     adapted = load_adapter(args.adapter, e5.name).apply(raw)
+    runs = [("dense", raw), ("dense+adapter", adapted)]
+    if args.encoder:
+        from chatbot.query_encoder import load_tuned_embedder
+
+        tuned = load_tuned_embedder(e5, args.encoder).adapt(raw, [q.text for q in questions])
+        runs.append(("dense+encoder", tuned))
     rows = []
-    for name, vecs in (("dense", raw), ("dense+adapter", adapted)):
+    for name, vecs in runs:
         for q, v in zip(questions, vecs, strict=True):
             rows.append(
                 {
@@ -59,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(r) + "\n")
     summary = {
         name: {m: round(float(np.mean([r[m] for r in rows if r["pipeline"] == name])), 4) for m in rows[0] if "@" in m}
-        for name in ("dense", "dense+adapter")
+        for name, _ in runs
     }
     summary["pool"] = {
         "questions": len(questions),
