@@ -232,8 +232,9 @@ def train(args: argparse.Namespace, log=print) -> tuple[dict, list[dict], TopEnc
 
 
 def _fingerprint(args: argparse.Namespace) -> dict:
-    """The options a checkpoint must share to be resumed (not --out, --threads, --run)."""
-    return {k: v for k, v in vars(args).items() if k not in ("out", "threads", "run", "data_root", "epochs")}
+    """The options a checkpoint must share to be resumed (not where it goes, threads, epochs)."""
+    skip = ("out", "threads", "run", "data_root", "epochs", "export_only")
+    return {k: v for k, v in vars(args).items() if k not in skip}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,7 +253,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--medquad-questions", type=int, default=300, help="MedQuAD train questions sampled")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--export-only", action="store_true", help="write the checkpoint's best epoch now (no training)")
     return p
+
+
+def export_checkpoint(args: argparse.Namespace) -> tuple[dict, list[dict]]:
+    """(best state, curve) of the run's checkpoint as it stands (a run stopped early, resumable later)."""
+    import torch
+
+    ckpt_file = CKPT_ROOT / args.run / "checkpoint.pt"
+    if not ckpt_file.is_file():
+        raise SystemExit(f"no checkpoint {ckpt_file}: train first")
+    ck = torch.load(ckpt_file, weights_only=False)
+    if ck["args"] != _fingerprint(args):
+        raise SystemExit(f"{ckpt_file} was made with other options than these")
+    curve = [*ck["curve"], {"best_epoch": ck["best"]["epoch"], "stopped_after_epoch": ck["epoch"]}]
+    return ck["best"]["state"], curve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,11 +276,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     started = time.time()
-    state, curve, enc = train(args, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.export_only:
+        state, curve = export_checkpoint(args)
+    else:
+        state, curve, _ = train(args, log=lambda m: print(m, file=sys.stderr, flush=True))
     best = curve[-1]["best_epoch"]
     metrics = {
         "command": "python -m chatbot.training.query_encoder " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "hyper": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "out"},
+        "hyper": {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("out", "data_root")
+        },
         "curve": curve,
         "seconds": round(time.time() - started, 1),
     }
