@@ -152,6 +152,20 @@ def list_models() -> list[dict[str, Any]]:
                 "metrics": card_metrics(qa / "README.md"),
             }
         )
+    qe = shipped_model("query_encoder")
+    if (qe / "layers.safetensors").is_file():
+        out.append(
+            {
+                "name": f"tuned e5 query encoder (embedding.query_encoder={settings.embedding.query_encoder})",
+                "path": str(qe),
+                "bytes": _dir_size(qe),
+                "weights": "layers.safetensors",
+                "sha256": file_sha256(qe / "layers.safetensors"),
+                "source": "e5-small layers 8-11 (our rebuild) tuned by chatbot/training/query_encoder.py",
+                "card": str(qe / "README.md"),
+                "metrics": card_metrics(qe / "README.md"),
+            }
+        )
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
     configured = settings.embedding.e5_dir

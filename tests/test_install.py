@@ -118,6 +118,8 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
         "chatbot/_shipped/models/relevance_gate/gate.json",
         "chatbot/_shipped/models/query_adapter/adapter.npz",
         "chatbot/_shipped/models/query_adapter/adapter.json",
+        "chatbot/_shipped/models/query_encoder/layers.safetensors",
+        "chatbot/_shipped/models/query_encoder/encoder.json",
         "chatbot/_shipped/prompts/cot_hydoc.txt",
         "chatbot/logical/calibration.json",
         "chatbot/store/migrations/env.py",

@@ -126,3 +126,41 @@ def test_loss_is_the_infonce_of_the_positive_against_the_negatives() -> None:
     s = [0.8 / 0.5, 0.6 / 0.5, (0.48 + 0.48) / 0.5]  # positive, then the two hard negatives
     want = math.log(sum(math.exp(x) for x in s)) - s[0]
     assert got == pytest.approx(want, rel=1e-6)
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "models" / "query_encoder"
+QUESTIONS = {
+    "en": "Can I drink coffee while I am pregnant?",
+    "it": "Posso bere caffè in gravidanza?",
+}
+PASSAGES = [
+    "During pregnancy, limit caffeine to about 200 mg a day, roughly two mugs of instant coffee.",
+    "In gravidanza limita la caffeina a circa 200 mg al giorno, più o meno due tazzine di caffè.",
+    "Knee replacement surgery replaces a damaged knee joint with an artificial one.",
+    "La sostituzione del ginocchio sostituisce l'articolazione danneggiata con una protesi.",
+]
+
+
+def test_shipped_encoder_loads_offline_and_ranks_relevant_passages_first() -> None:
+    """The shipped tuned layers (sha256-checked) on top of the local e5 build: both languages' coffee question
+    put both caffeine passages above both knee passages (passage vectors: the shipped int8 e5 runtime)."""
+    import torch
+    from safetensors.numpy import load_file
+
+    from chatbot.e5_runtime import E5StandardEmbedder
+    from chatbot.training.query_encoder import TopEncoder
+    from chatbot.training.reranker_e5 import e5_hf_dir
+
+    manifest = read_manifest(SHIPPED)
+    assert manifest["layers"] == [8, 9, 10, 11]
+    raw = E5StandardEmbedder(threads=1)
+    assert manifest["base_weights_sha256"] == raw.build_info["files"]["hf/model.safetensors"]["sha256"]
+    enc = TopEncoder(e5_hf_dir(), layers=4)
+    enc.load_top({k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(str(SHIPPED / LAYERS_FILE)).items()})
+    enc.model.eval()
+    with torch.no_grad():
+        q = enc.encode(enc.cache(list(QUESTIONS.values()))).numpy()
+    p = raw.embed_passages(PASSAGES)
+    for row in q @ p.T:
+        assert min(row[:2]) > max(row[2:]), row
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)

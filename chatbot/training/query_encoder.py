@@ -287,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("out", "data_root")
         },
         "curve": curve,
-        "seconds": round(time.time() - started, 1),
+        "seconds": None if args.export_only else round(time.time() - started, 1),
+        "exported_from_checkpoint": args.export_only,
     }
     save_encoder(args.out, {k: v.numpy() for k, v in state.items()}, metrics)
     print(json.dumps({"best_epoch": best, "val": curve[best]["val"]}, indent=1))
