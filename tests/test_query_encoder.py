@@ -19,6 +19,7 @@ from chatbot.query_encoder import (
     read_manifest,
     save_encoder,
 )
+from chatbot.resources import shipped_model
 from chatbot.stages.retrieve import DenseRetriever
 from tests.test_query_adapter import FakeEmbedder, FakeIndex
 
@@ -128,7 +129,7 @@ def test_loss_is_the_infonce_of_the_positive_against_the_negatives() -> None:
     assert got == pytest.approx(want, rel=1e-6)
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "models" / "query_encoder"
+SHIPPED = shipped_model("query_encoder")
 QUESTIONS = {
     "en": "Can I drink coffee while I am pregnant?",
     "it": "Posso bere caffè in gravidanza?",
