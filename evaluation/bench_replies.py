@@ -498,10 +498,12 @@ def main_replies(args: argparse.Namespace) -> int:
         }
         if versus:
             start = time.perf_counter()
-            apply_overrides(settings, versus)  # the Services read these settings: same models, same index
+            # B gets its own Services: settings read when the services are built (embedding.query_encoder,
+            # the rerank models) would otherwise keep A's values; the index is shared, nothing is re-embedded.
+            other_services = services_over_cards(apply_overrides(settings.model_copy(deep=True), versus), args.cards)
             log(f"versus {', '.join(versus)}")
-            answer(items[0].question, services)
-            other = run_replies(items, lambda q: answer(q, services), log=log)
+            answer(items[0].question, other_services)
+            other = run_replies(items, lambda q: answer(q, other_services), log=log)
             modes = Counter(r["mode_used"] or r["status"] for r in other["rows"])
             result["versus"] = {
                 "overrides": versus,

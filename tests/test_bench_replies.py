@@ -179,6 +179,37 @@ def test_a_bad_versus_override_is_an_error_before_anything_runs(tmp_path: Path, 
     assert not list(tmp_path.glob("replies-*"))
 
 
+def test_the_versus_run_answers_with_services_built_from_its_own_settings(tmp_path: Path, monkeypatch) -> None:
+    """B's services are built from B's settings: a setting read when the services are made (the query
+    encoder) would otherwise silently keep A's value and B would repeat A."""
+    import argparse
+
+    import chatbot.answer
+    import evaluation.bench_replies as bench
+
+    built: list[str] = []
+
+    def fake_services(settings, cards):
+        built.append(settings.embedding.query_encoder)
+        return settings.embedding.query_encoder
+
+    def fake_answer(question, services):
+        text = "Up to 200 milligrams a day." if services == "shipped" else "Coffee."
+        return {"status": "answered", "reply": text, "links": [], "trace": {"timings_ms": {"compose": 1.0}}}
+
+    monkeypatch.setattr(bench, "services_over_cards", fake_services)
+    monkeypatch.setattr(chatbot.answer, "answer", fake_answer)
+    args = argparse.Namespace(
+        data=_write(tmp_path, [ROW]), json=True, set=[], versus=["embedding.query_encoder=shipped"], limit=None,
+        cards=None, out=tmp_path, name="t",
+    )  # fmt: skip
+    assert bench.main_replies(args) == 0
+    assert built == ["none", "shipped"]
+    result = json.loads((tmp_path / "replies-t.json").read_text(encoding="utf-8"))
+    assert result["summary"]["all"]["key_fact_recall"] == 0.0
+    assert result["versus"]["summary"]["all"]["key_fact_recall"] == 1.0
+
+
 def test_a_refusal_that_showed_the_urgent_message_is_counted_apart() -> None:
     item = ReplyItem("r1", "en", "how_much", "q", "en-preg-caffeine", ("200 milligrams",))
     urgent = score_item(
