@@ -33,6 +33,8 @@ FRAMES: dict[str, list[str]] = {
         "la mia prima gravidanza", "my last pregnancy", "nella scorsa gravidanza",
         "tutto ok", "tutto bene", "tutto a posto", "all fine", "all ok", "everything was fine", "died of",
         "died from", "passed away",
+        # an anecdote: "her baby once went blue during a feed" (session 12)
+        "once went|had|turned|got|stopped|fainted|collapsed", "una volta e diventat*|svenut*",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
@@ -103,11 +105,20 @@ def conditional(toks: list[str], asks: bool) -> bool:
     return False
 
 
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?\n]*")
+
+
+def conditional_question(text: str) -> bool:
+    """A hypothetical "if" clause in a sentence that itself asks (session 12): "penso che se mi buttassi dalla
+    finestra sarebbero piu felici" stays a statement even when another sentence of the message asks something."""
+    return any(conditional(tokens(s), "?" in s) for s in _SENTENCE.findall(text))
+
+
 def framing(text: str, max_tokens: int = 400) -> tuple[str, ...]:
     """The frames the message uses (``past``, ``hypothetical``, ``study``), in that order; () when none."""
     toks = tokens(text)[:max_tokens]
     return tuple(
         name
         for name, terms in FRAMES.items()
-        if find_terms(_LEXICON, name, terms, toks) or (name == "hypothetical" and conditional(toks, "?" in text))
+        if find_terms(_LEXICON, name, terms, toks) or (name == "hypothetical" and conditional_question(text))
     )

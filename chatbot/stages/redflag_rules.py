@@ -38,7 +38,8 @@ CONCEPTS: dict[str, list[str]] = {
     ],
     "BABY": [
         "baby", "babies", "babys", "newborn*", "new born", "infant*", "bub", "little one", "neonat*",
-        "bambin*", "bimb*", "lattant*", "piccolin*", "babyagenewborn", "babyageolder",
+        "bambin*", "bimb*", "lattant*", "piccolin*", "babyagenewborn", "babyageolder", "criatur*", "creatur*",
+        "piccirill*", "piccerell*",
     ],
     "NEWBORN": [
         "newborn*", "new born", "neonat*", "babyagenewborn", "just born", "appena nat*", "under 3 months",
@@ -118,7 +119,8 @@ CONCEPTS: dict[str, list[str]] = {
         "can not breathe", "cant breathe", "struggling to breathe", "struggle to breathe", "not breathing",
         "stopped breathing", "gasping", "turning blue", "blue lips", "lips are blue", "lips blue",
         "non riesco a respirare", "non respira", "non riesce a respirare", "fatica a respirare",
-        "labbra blu*", "cianotic*", "smesso di respirare",
+        "labbra blu*", "cianotic*", "smesso di respirare", "nun respira", "turned|went|gone|going blue",
+        "divent* blu|viola", "diventando blu|viola",
     ],
     "STROKE_SIGN": [
         "face droop*", "drooping face", "droopy face", "face is drooping", "face has dropped", "face dropped",
@@ -148,7 +150,8 @@ CONCEPTS: dict[str, list[str]] = {
         "can not wake", "lethargic", "listless", "not feeding", "will not feed", "refusing feeds",
         "refusing to feed", "bulging fontanelle", "rash that does not fade", "molle", "mollo", "floscio",
         "floscia", "flaccid*", "non reagisce", "non si sveglia", "non risponde", "rifiuta il latte",
-        "non mangia", "fontanella gonfia", "collo rigido", "inerte",
+        "non mangia", "fontanella gonfia", "collo rigido", "inerte", "non si muove piu",
+        "non se move|mov* piu|cchiu", "nun se move|mov*",
     ],
     "SELF_HARM": [
         "kill* myself", "kill my self", "suicid*", "end my life", "end it all", "take my own life",
@@ -166,7 +169,11 @@ CONCEPTS: dict[str, list[str]] = {
         "autolesion*", "tagliarmi", "meglio senza di me", "pensieri di uccidere",
         "never wake up again", "and never wake up", "not wake up again", "to not wake up", "so i do not wake up",
         "per non svegliarmi piu", "per non svegliarsi piu", "non svegliarmi mai piu", "non risvegliarmi piu",
+        "buttarmi|lanciarmi dalla|dal|giu|sotto", "mi butto|buttassi|lanciassi dalla|dal|giu|sotto",
+        "throw myself off|under", "throw myself in front", "jump off a|the bridge|roof|balcony",
     ],
+    # a sign that makes a present statement of danger (``present_danger``), no rule of its own
+    "FOAM": ["schiuma alla|dalla bocca", "bocca piena di schiuma", "foam* at the mouth", "bava alla bocca"],
     "OVERDOSE": [
         "overdos*", "over dose", "took too many", "taken too many", "take too many", "too many pills",
         "too many tablets", "too many paracetamol", "whole packet", "whole box", "whole bottle",
@@ -244,7 +251,7 @@ class RedFlag:
 # crisis is no reassurance), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
     "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
-    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE".split()
+    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 

@@ -42,7 +42,11 @@ PSEUDO_NEXT: dict[str, frozenset[str]] = {
     "without": frozenset("stopping warning reason any a".split()),
     "senza": frozenset("sosta motivo fermarsi preavviso tregua".split()),
     "niente": frozenset("da funziona aiuta passa".split()),
+    # "non si sveglia neanche se la chiamo forte": "not even if / when" intensifies, it denies nothing
+    "neanche": frozenset("se quando con col coi".split()),
+    "nemmeno": frozenset("se quando con col coi".split()),
 }
+EVEN_IF = frozenset("if when with".split())  # "not even if I shout": a pseudo-negation after "not even"
 # negation words that also say "no movements"; what may precede one opening a list of negated findings
 # ("and I have no itching"); words after one that make it a time ("nothing since yesterday", "niente da ieri")
 NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
@@ -71,7 +75,9 @@ PRESENT_CUES = (
 # present-tense auxiliaries: a cue only when the symptom follows within 3 words ("I'm bleeding", "sto perdendo")
 PRESENT_AUX = ("i m", "i am", "she s", "he s", "she is", "he is", "baby is", "i have", "i ve got", "she has",
                "he has", "sto", "sta", "stiamo", "mi sta", "ho un", "ho una", "ho dei", "ho delle", "ho forti",
-               "ha un", "ha una", "i want", "she wants", "he wants", "voglio", "vuole", "vorrei")  # fmt: skip
+               "ha un", "ha una", "ha la", "ha il", "ha le", "ha i", "ce l ha", "has got", "i want", "she wants",
+               "he wants", "voglio", "vuole", "vorrei")  # fmt: skip
+IF_WORDS = frozenset("if se when quando qualora".split())  # an auxiliary they govern states no present
 # recent time, a danger by itself: "since this morning", "for the last 2 hours", "da ieri", "3 ore fa"
 RECENT_CUES = (
     "right now",
@@ -146,8 +152,10 @@ def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
             nxt = toks[i + 1] if i + 1 < n else ""
             if nxt in PSEUDO_NEXT.get(tok, frozenset()):
                 continue
+            if nxt == "even" and i + 2 < n and toks[i + 2] in EVEN_IF:
+                continue
             start = i + 1
-        elif tok == "non" and i + 1 < n and toks[i + 1] in {"ho", "avevo", "abbiamo", "ha", "c", "ci"}:
+        elif tok in {"non", "nun"} and i + 1 < n and toks[i + 1] in {"ho", "avevo", "abbiamo", "ha", "c", "ci"}:
             start = i + 2
             if toks[start : start + 1] == ["mai"]:
                 start += 1
@@ -187,6 +195,8 @@ def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequ
         if any(w in WELL for w in toks[max(0, start - 2) : end + 2]):
             continue
         if not before and {"ever", "mai"} & set(toks[end : end + 2]):  # "if I'm ever...": hypothetical
+            continue
+        if not before and IF_WORDS & set(toks[max(0, start - 3) : start]):  # "se ha la febbre": conditional
             continue
         after = PRESENT_WINDOW if before else 3
         for s in symptom_at:

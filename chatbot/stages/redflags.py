@@ -33,6 +33,7 @@ from typing import Any
 from chatbot.settings import DEMO_CORPUS
 from chatbot.stages import redflag_gate as gate
 from chatbot.stages import redflag_rules as rules
+from chatbot.stages.redflag_emotion import neutral
 from chatbot.stages.redflag_framing import framing
 
 # Order = priority when two actions score the same.
@@ -192,9 +193,11 @@ def screen(question: Any, classifier: Any = _DEFAULT, context: Any = _DEFAULT) -
         context = shipped_context() if classifier is not None else None
     flags = rule_flags(text)
     scores: dict[str, float] = {a: 0.0 for a in ACTIONS}
-    result = classifier.predict(rules.without_negated(text)) if classifier is not None else None
+    mode = str(getattr(getattr(context, "head", None), "meta", {}).get("emotion_neutral", ""))
+    calm = neutral(text) if mode else text  # the models read the situation, not the tone (redflag_emotion)
+    result = classifier.predict(rules.without_negated(calm)) if classifier is not None else None
     info: dict[str, Any] | None = result.trace() if result is not None else None
-    ctx = context_score(context, text) if context is not None else None
+    ctx = context_score(context, calm if mode == "both" else text) if context is not None else None
     if ctx is not None:
         info = {**(info or {}), "context": ctx.trace()}
         flags = with_context(text, flags, scores, info["context"], ctx, result, context.head.meta)

@@ -69,11 +69,16 @@ def fit_head(vectors: np.ndarray, labels: list[str], hidden: int, alpha: float, 
     return ContextHead(train_head(vectors, y, hidden, alpha, seed))
 
 
-def parts(texts: list[str], clf: RedFlagClassifier, head: ContextHead, vectors: np.ndarray) -> dict[str, np.ndarray]:
+def parts(
+    texts: list[str], clf: RedFlagClassifier, head: ContextHead, vectors: np.ndarray, calm: bool = False
+) -> dict[str, np.ndarray]:
     """Per message: ``ctx`` / ``ngram`` urgent scores, ``ctx_scores`` / ``ngram_scores`` (n, 4 actions),
     ``rule`` (a rule fired), ``rule_action`` (the first rule's action or ""), ``framed`` (past, hypothetical or
-    study, no present danger), ``negated`` (denies a symptom, no present danger) and ``asks`` (a "?")."""
+    study, no present danger), ``negated`` (denies a symptom, no present danger) and ``asks`` (a "?"). ``calm``: the
+    n-gram model reads the message without its mood markers (``redflag_emotion.neutral``), as the screen does
+    when the head's config says ``emotion_neutral``."""
     from chatbot.stages import redflag_rules as rules
+    from chatbot.stages.redflag_emotion import neutral
     from chatbot.stages.redflag_framing import framing
     from chatbot.stages.redflags import CATEGORY_ACTION, rule_flags
 
@@ -91,14 +96,14 @@ def parts(texts: list[str], clf: RedFlagClassifier, head: ContextHead, vectors: 
         "asks": np.array(["?" in t for t in texts], dtype=bool),
     }
     for i, t in enumerate(texts):
-        calm = rules.without_negated(t)
-        p = clf.predict(calm)
+        p = clf.predict(rules.without_negated(neutral(t) if calm else t))
+        calm_t = rules.without_negated(t)
         out["ngram"][i] = p.urgent_score
         out["ngram_scores"][i] = [p.scores[a] for a in LABELS[1:]]
         flags = rule_flags(t)
         out["rule"][i] = bool(flags)
         out["rule_action"].append(CATEGORY_ACTION[flags[0].category] if flags else "")
-        framed, negated = bool(framing(t)), calm != t
+        framed, negated = bool(framing(t)), calm_t != t
         if (framed or negated) and rules.present_danger(t):
             framed = negated = False
         out["framed"][i], out["negated"][i] = framed, negated

@@ -35,6 +35,7 @@ from chatbot.resources import workspace_root
 from chatbot.stages import redflag_gate as gate
 from chatbot.stages.redflag_classifier import LABELS, N_FEATURES
 from chatbot.stages.redflag_context import HEAD_CONFIG, HEAD_FILE
+from chatbot.stages.redflag_emotion import neutral
 from chatbot.training.redflag_dataset import ACTIONS, DATA_ROOT, SEED_DIR, build
 from chatbot.training.redflag_fit import dev_examples, fit_head, fit_ngram, ordinary_questions, parts
 from chatbot.training.redflag_ordinary import ordinary_rows
@@ -177,7 +178,8 @@ class Trainer:
                 hd, hd_part = hd + got, hd_part + [k] * len(got)
         self.ng_rows, self.hd_rows = ng, hd
         self.ng_part, self.hd_part = np.array(ng_part), np.array(hd_part)
-        self.ng_x = matrix([r[0] for r in ng])
+        self.ng_text = neutral if args.emotion_neutral else (lambda t: t)  # the n-gram model's reading
+        self.ng_x = matrix([self.ng_text(r[0]) for r in ng])
         self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
         self.matrix = matrix
 
@@ -194,7 +196,7 @@ class Trainer:
         rows = [r for s in sets for r in s]
         ng_extra = dev_examples(rows, a.ngram_variants, self.ordinary, "dev")
         hd_extra = dev_examples(rows, a.head_variants, self.ordinary, "dev")
-        x = vstack([ng_x, self.matrix([r[0] for r in ng_extra])]).tocsr() if ng_extra else ng_x
+        x = vstack([ng_x, self.matrix([self.ng_text(r[0]) for r in ng_extra])]).tocsr() if ng_extra else ng_x
         clf = fit_ngram(x, [r[1] for r in ng_rows + ng_extra], a.C, a.seed)
         hx = np.vstack([hd_x, embed_cached([r[0] for r in hd_extra], self.encoder)]) if hd_extra else hd_x
         head = fit_head(hx, [r[1] for r in hd_rows + hd_extra], a.hidden, a.alpha, a.seed)
@@ -206,7 +208,7 @@ class Trainer:
 
     def score(self, clf: Any, head: Any, rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
         texts = [r["text"] for r in rows]
-        run = parts(texts, clf, head, embed_cached(texts, self.encoder))
+        run = parts(texts, clf, head, embed_cached(texts, self.encoder), self.args.emotion_neutral)
         run.update(name=name, urgent=np.array([bool(r["urgent"]) for r in rows]),
                    lang=np.array([r["language"] for r in rows]), action=np.array([r.get("action") or "" for r in rows]),
                    kind=np.array([str(r.get("kind")) for r in rows]))  # fmt: skip
@@ -251,6 +253,8 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
         "head": f"MLP, {args.hidden} ReLU units, alpha {args.alpha}, float16 weights", **bars,
         "seed": args.seed, "command": cmd,
     }  # fmt: skip
+    if args.emotion_neutral:  # the screen then gives the n-gram model the message without its mood markers
+        head_config["emotion_neutral"] = "ngram"
     (out / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
 
 
@@ -280,7 +284,7 @@ def fold_runs(trainer: Trainer, sets: dict[str, list[dict[str, Any]]], k: int, n
     key = hashlib.sha1(
         json.dumps([args.seed, args.C, args.hidden, args.alpha, args.ngram_variants, args.head_variants,
                     args.ordinary_variants, args.ordinary_in_bars, len(trainer.ng_rows), len(trainer.hd_rows),
-                    [len(v) for v in sets.values()]]).encode()
+                    [len(v) for v in sets.values()]] + (["emotion"] if args.emotion_neutral else [])).encode()
     ).hexdigest()[:10]  # fmt: skip
     cached = args.fold_cache / f"fold-{name}-{key}.pkl" if args.fold_cache else None
     if cached is not None and cached.exists():
@@ -327,6 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rebar", type=Path, default=None, help="with --from-oof: set the bars of the models in here")
     ap.add_argument("--fold-cache", type=Path, default=None, help="keep each fold's parts here (resumable runs)")
+    ap.add_argument(
+        "--emotion-neutral", action="store_true",
+        help="the n-gram model trains and scores on messages without their mood markers (redflag_emotion)",
+    )  # fmt: skip
     ap.add_argument(
         "--ordinary-in-bars", action=argparse.BooleanOptionalAction, default=True,
         help="hold each fold's part of the ordinary questions out and count their false alarms in the bars",
