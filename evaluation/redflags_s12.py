@@ -4,7 +4,8 @@
 patient path's code, the rules of the checkout it runs in) with a folder's models and bars on every message of:
 the red-flag sets v1-v6 (v5 and v6: no shipped model trained on them), the measure-on questions
 (``redflag_ordinary.MEASURE_FILES``, never training data) and the ordinary training pool
-(``redflag_ordinary.ordinary_rows``: in-sample for the models, still a check that a rule adds no alarm).
+(``redflag_ordinary.ordinary_rows``: in-sample for the models, still a check that a rule adds no alarm; id: a hash
+of the text). One JSON object per message (set, id, language, gold, action, fired, actions), no text.
 ``python -m evaluation.redflags_s12 compare A.json B.json [--md OUT.md]``: recall and false alarms per set and
 language, and per message what B gained / lost against A with an exact two-sided McNemar p.
 """
@@ -63,7 +64,8 @@ def dump(out: Path, model: Path | None) -> None:
     for r in rows:
         s = redflags.screen(r["text"], clf, ctx)
         r["fired"], r["actions"] = s.urgent, list(s.actions)
-    out.write_text(json.dumps(rows, ensure_ascii=False) + "\n", encoding="utf-8")
+        del r["text"]  # ids only: the sets are in the repository
+    out.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n]\n", encoding="utf-8")
 
 
 def mcnemar(gained: int, lost: int) -> float:
@@ -78,10 +80,10 @@ def mcnemar(gained: int, lost: int) -> float:
 def compare(a_path: Path, b_path: Path) -> str:
     a = json.loads(a_path.read_text(encoding="utf-8"))
     b = json.loads(b_path.read_text(encoding="utf-8"))
-    by_b = {(r["set"], r["text"]): r for r in b}
-    only = len(a) + len(b) - 2 * sum((r["set"], r["text"]) in by_b for r in a)
-    a = [r for r in a if (r["set"], r["text"]) in by_b]  # the messages both dumps screened
-    b = [by_b[(r["set"], r["text"])] for r in a]
+    by_b = {(r["set"], r["id"]): r for r in b}
+    only = len(a) + len(b) - 2 * sum((r["set"], r["id"]) in by_b for r in a)
+    a = [r for r in a if (r["set"], r["id"]) in by_b]  # the messages both dumps screened
+    b = [by_b[(r["set"], r["id"])] for r in a]
     out = [f"A = `{a_path}`, B = `{b_path}`; {len(a)} messages in both ({only} in one dump only, not compared)", "",
            "| set | lang | urgent | recall A | recall B | gained / lost (p) | ordinary | false alarms A | B | "
            "silenced / new (p) |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip

@@ -143,3 +143,34 @@ def test_present_danger(text: str, present: bool) -> None:
 )
 def test_mood_markers_are_taken_out_of_what_the_models_read(text: str, calm: str) -> None:
     assert neutral(text) == calm
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ho perso il lavoro e non vedo motivi per restare",
+        "there's no reason to go on anymore",
+        "se urla ancora le tappo la bocca",
+        "I want to put a pillow over his face when he screams",
+    ],
+)
+def test_no_reason_to_live_and_silencing_the_baby_are_self_harm(text: str) -> None:
+    assert categories(text) == SELF_HARM
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("baby 6 weeks old temp 38.4 under the arm", FLOPPY),
+        ("neonato di 3 settimane febbre 38.1", FLOPPY),
+        ("my baby (7 weeks) had a temp 37.6 after her jabs", []),
+    ],
+)
+def test_a_temperature_of_38_or_more_is_a_fever(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected
+
+
+def test_swallowing_said_with_ingoiato() -> None:
+    assert categories("il bimbo ha ingoiato delle pastiglie della nonna") == ["overdose"]
+    assert categories("quali sintomi se un bimbo ingoia una pila?") == []  # a question about it, not an event
+    assert categories("non ha ingoiato niente, ho contato le pastiglie") == []  # denied: negated

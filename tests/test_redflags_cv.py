@@ -50,6 +50,18 @@ def test_no_setting_that_keeps_the_recall_is_an_error():
         choose([r], recall=1.01, action_recall=1.0, weights=(0.5,), max_veto=0.0)  # above 1: never kept
 
 
+def test_bars_for_one_language_need_recall_only_where_there_are_urgent_messages():
+    # only the Italian messages (every other one): 4 urgent, one at 0.8; ordinary at 0.85 (English) and 0.3
+    r = run([0.9] * 7 + [0.8] + [0.85, 0.3], [True] * 8 + [False, False])
+    it = {k: (v[1::2] if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+    assert set(it["lang"].tolist()) == {"it"}
+    chosen = choose([it], recall=1.0, action_recall=0.0, weights=(0.5,), max_veto=0.0)
+
+    assert chosen["alarms"] == 0  # the English 0.85 is not in the Italian bars' messages
+    assert chosen["threshold"] == pytest.approx(0.31)
+    assert verdicts(it, chosen).tolist() == [True] * 4 + [False]
+
+
 def test_a_refit_keeps_the_bars_of_the_folder_it_writes_to(tmp_path):
     from chatbot.training.redflags_cv import kept_bars
 

@@ -141,6 +141,7 @@ CONCEPTS: dict[str, list[str]] = {
     "FEVER": [
         "fever*", "feverish", "has a temperature", "have a temperature", "got a temperature", "high temperature",
         "running a temperature", "temperature of #num", "temperature is #num", "temp of #num", "high temp",
+        "temp|temperature|temperatura|febbre|fever #ge38",
         "feels hot", "feel hot", "very hot", "burning up", "#ge38 c|degrees|gradi|deg", "febbr*",
         "febbricitant*", "temperatura alta", "temperatura di #num", "temperatura a #num", "scotta", "scottava",
         "caldissim*",
@@ -171,6 +172,8 @@ CONCEPTS: dict[str, list[str]] = {
         "per non svegliarmi piu", "per non svegliarsi piu", "non svegliarmi mai piu", "non risvegliarmi piu",
         "buttarmi|lanciarmi dalla|dal|giu|sotto", "mi butto|buttassi|lanciassi dalla|dal|giu|sotto",
         "throw myself off|under", "throw myself in front", "jump off a|the bridge|roof|balcony",
+        "non vedo motivi|motivo per restare|vivere", "nessun motivo per vivere|restare", "no reason to stay|go on",
+        "le|gli tappo la bocca", "tapparle|tappargli la bocca", "pillow over her|his face",
     ],
     # a sign that makes a present statement of danger (``present_danger``), no rule of its own
     "FOAM": ["schiuma alla|dalla bocca", "bocca piena di schiuma", "foam* at the mouth", "bava alla bocca"],
@@ -185,7 +188,10 @@ CONCEPTS: dict[str, list[str]] = {
         "accidentally gave", "accidentally given", "by mistake instead", "ho dato per sbaglio",
         "gli ho dato per sbaglio", "le ho dato per sbaglio", "dato per sbaglio",
     ],
-    "SWALLOWED": ["swallowed", "has eaten", "ate", "ingerito", "inghiottito", "ha mangiato"],
+    "SWALLOWED": [
+        "swallowed", "has eaten", "ate", "ingerito", "inghiottito", "ha mangiato", "ingoiato", "ingoiata", "ingoiati",
+        "ingoiate",
+    ],
     "MEDS": [
         "pills", "tablets", "medicine*", "capsules", "battery", "batteries", "bleach", "pastigli*", "compress*",
         "pillol*", "farmac*", "pila", "pile", "batteri*", "candeggina", "detersivo",

@@ -48,6 +48,11 @@ GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
 ORDINARY = "ordinary:"  # prefix of the out-of-fold runs on ordinary questions (one per fold)
 
 
+def calm_ngram(args: argparse.Namespace) -> bool:
+    """``--emotion-neutral``: the n-gram model reads messages without their mood markers (``redflag_emotion``)."""
+    return bool(getattr(args, "emotion_neutral", False))
+
+
 def ordinary_part(text: str) -> int:
     """Which of the four folds holds an ordinary question out (a hash of the text)."""
     return int(hashlib.sha1(text.encode("utf-8")).hexdigest()[:8], 16) % len(SETS)
@@ -99,6 +104,7 @@ def choose(
                 [np.stack([(fires & (g & urgent & (cell == c))).sum(1) for g in groups], 1) for c in range(4)]
             )
             sizes = np.array([max(1, (g & urgent).sum()) for g in groups])
+            need = [n if (g & urgent).any() else 0.0 for n, g in zip(need, groups, strict=True)]  # one language
             gain = (tp / sizes).sum(2)  # (cells, bars): recall gained over the groups
             for lam in np.geomspace(0.05, 500, 80):
                 bars = []
@@ -178,7 +184,7 @@ class Trainer:
                 hd, hd_part = hd + got, hd_part + [k] * len(got)
         self.ng_rows, self.hd_rows = ng, hd
         self.ng_part, self.hd_part = np.array(ng_part), np.array(hd_part)
-        self.ng_text = neutral if args.emotion_neutral else (lambda t: t)  # the n-gram model's reading
+        self.ng_text = neutral if calm_ngram(args) else (lambda t: t)  # the n-gram model's reading
         self.ng_x = matrix([self.ng_text(r[0]) for r in ng])
         self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
         self.matrix = matrix
@@ -208,7 +214,7 @@ class Trainer:
 
     def score(self, clf: Any, head: Any, rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
         texts = [r["text"] for r in rows]
-        run = parts(texts, clf, head, embed_cached(texts, self.encoder), self.args.emotion_neutral)
+        run = parts(texts, clf, head, embed_cached(texts, self.encoder), calm_ngram(self.args))
         run.update(name=name, urgent=np.array([bool(r["urgent"]) for r in rows]),
                    lang=np.array([r["language"] for r in rows]), action=np.array([r.get("action") or "" for r in rows]),
                    kind=np.array([str(r.get("kind")) for r in rows]))  # fmt: skip
@@ -253,7 +259,9 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
         "head": f"MLP, {args.hidden} ReLU units, alpha {args.alpha}, float16 weights", **bars,
         "seed": args.seed, "command": cmd,
     }  # fmt: skip
-    if args.emotion_neutral:  # the screen then gives the n-gram model the message without its mood markers
+    if getattr(
+        args, "emotion_neutral", False
+    ):  # the screen then gives the n-gram model the message without its mood markers
         head_config["emotion_neutral"] = "ngram"
     (out / HEAD_CONFIG).write_text(json.dumps(head_config, indent=2) + "\n", encoding="utf-8")
 
@@ -284,7 +292,7 @@ def fold_runs(trainer: Trainer, sets: dict[str, list[dict[str, Any]]], k: int, n
     key = hashlib.sha1(
         json.dumps([args.seed, args.C, args.hidden, args.alpha, args.ngram_variants, args.head_variants,
                     args.ordinary_variants, args.ordinary_in_bars, len(trainer.ng_rows), len(trainer.hd_rows),
-                    [len(v) for v in sets.values()]] + (["emotion"] if args.emotion_neutral else [])).encode()
+                    [len(v) for v in sets.values()]] + (["emotion"] if calm_ngram(args) else [])).encode()
     ).hexdigest()[:10]  # fmt: skip
     cached = args.fold_cache / f"fold-{name}-{key}.pkl" if args.fold_cache else None
     if cached is not None and cached.exists():
