@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from chatbot.sentences import split_sentences
+from chatbot.settings import Settings
+from chatbot.stages.route import route
 from tests.test_relevance_gate_models import e5_cache  # noqa: F401  (module fixture: the e5 ONNX build)
 
 pytestmark = pytest.mark.integration
@@ -94,12 +97,27 @@ def check(services, question: str, good: set[str], excluded_word: str) -> None:
     assert len(docs) == 3 and docs[0] in good, docs
     reply_from = trace["compose"]["attempts"][-1]["pieces"][0]["segment_id"].split("#")[0]
     assert reply_from in good, reply_from
-    assert excluded_word not in ans["reply"].lower()
+    # no reply sentence is about the excluded thing; asked for alternatives ("apart from"), a sentence that lists
+    # it among them is the answer and may stay (test_the_iron_reply_opens_with_the_list_of_sources)
+    excluded = route(question, None, Settings())
+    sentences = split_sentences(ans["reply"])
+    assert not [x for x in sentences if excluded.mentions_excluded(x)]
+    if not excluded.alternatives:
+        assert excluded_word not in ans["reply"].lower()
     logical = trace["logical"]
     assert logical["query"] == trace["route"]["decomposition"]
     mentions = next(iter(logical["mentions"].values()))["candidates"]
     for link in ans["links"]:  # per-term evidence of each linked passage
         assert link["segment_id"] in mentions and "p" in mentions[link["segment_id"]]
+
+
+def test_the_iron_reply_opens_with_the_list_of_sources(services):
+    """ "Apart from red meat": the card's list of iron sources names red meat among the alternatives the patient
+    asked for; it is the answer, verbatim, not a sentence about the excluded thing."""
+    from chatbot.answer import answer
+
+    ans = answer(IRON_EN[0], services)
+    assert ans["reply"].startswith("Good sources of iron include lean red meat, beans, lentils and other pulses")
 
 
 def test_the_trace_names_the_sentence_that_mentions_the_excluded_thing(services):

@@ -85,6 +85,7 @@ def test_answer_routes_an_exclusion_question_and_drops_the_excluded_document(tmp
         "decomposition": '"asthma" AND NOT "fever"',
         "positive": "asthma",
         "excluded": ["fever"],
+        "alternatives": True,  # "other than" asks for alternatives: a sentence listing fever among them may answer
     }
     assert routed["trace"]["pipeline"] == "logical"
     assert [link["url"] for link in routed["links"]][0] == "https://example.org/positive"
@@ -154,6 +155,29 @@ def test_the_review_page_shows_the_route_and_the_decomposition(tmp_path, fake_em
         ("Rimedi per il mal di schiena che non siano farmaci?", "Dormi su un fianco con un cuscino.", False),
         # a class only for medicine words: ginger excluded does not exclude paracetamol
         ("What helps with nausea other than ginger?", "Paracetamol is fine.", False),
+        # asked for alternatives, a sentence listing the excluded thing among them is the answer, not excluded
+        (
+            "Which foods are high in iron apart from red meat?",
+            "Good sources of iron include lean red meat, beans, lentils, nuts and dried fruit.",
+            False,
+        ),
+        ("Which foods are high in iron apart from red meat?", "Red meat is the best source of iron.", True),
+        (
+            "Quali cibi contengono ferro oltre alla carne rossa?",
+            "Il ferro si trova in legumi, carne rossa, uova e verdure a foglia verde.",
+            False,
+        ),
+        # ... but "excluding" / "but not" ask that it not be named at all: the listing sentence stays out
+        (
+            "Which foods are high in iron, excluding red meat?",
+            "Good sources of iron include lean red meat, beans, lentils, nuts and dried fruit.",
+            True,
+        ),
+        (
+            "foods rich in iron but not red meat",
+            "Good sources of iron include lean red meat, beans, lentils, nuts and dried fruit.",
+            True,
+        ),
     ],
 )
 def test_a_route_knows_which_texts_name_the_excluded_thing(question, text, mentions):

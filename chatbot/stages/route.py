@@ -13,9 +13,12 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from chatbot.logical.aboutness import asks_for_alternatives, listed, names
 from chatbot.logical.detect import analyse
+from chatbot.logical.mention import term_words
 from chatbot.logical.patient_cues import MEDICINE_WORDS
 from chatbot.logical.query import to_string
+from chatbot.sentences import split_sentences
 from chatbot.stages.text_match import fold
 
 EXCLUSION_PIPELINE = "logical"
@@ -28,6 +31,8 @@ class Route:
     decomposition: str | None = None  # the logical query, e.g. '"A" AND NOT "B"'
     positive: str | None = None  # the question with its exclusions cut out (what the relevance gate judges)
     excluded: tuple[str, ...] = ()
+    # every cue asks for alternatives ("apart from X"): a sentence listing X among them answers (aboutness)
+    alternatives: bool = False
 
     def trace(self) -> dict[str, Any]:
         return {**asdict(self), "excluded": list(self.excluded)}
@@ -35,18 +40,28 @@ class Route:
     def mentions_excluded(self, text: str) -> bool:
         """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
         dropped: "la carne rossa" matches "carne rossa"), or a member of an excluded class ("without
-        medication": a sentence recommending paracetamol names a medicine, ``CLASS_MEMBERS``)."""
+        medication": a sentence recommending paracetamol names a medicine, ``CLASS_MEMBERS``). When the question
+        asks for alternatives, a sentence that only lists the excluded thing among them ("Good sources of iron
+        include lean red meat, beans, ...") does not count: it is the answer."""
         folded = fold(text)
         for phrase in self.excluded:
             words = fold(phrase).split()
             while len(words) > 1 and words[0] in _ARTICLES:
                 words = words[1:]
             if words and re.search(r"\b" + r"\s+".join(map(re.escape, words)) + r"\b", folded):
-                return True
+                if not (self.alternatives and _only_listed(text, phrase)):
+                    return True
             members = CLASS_MEMBERS.get(words[-1]) if words else None
             if members and re.search(r"\b(?:" + "|".join(members) + r")\b", folded):
                 return True
         return False
+
+
+def _only_listed(text: str, phrase: str) -> bool:
+    """Every sentence of ``text`` that names ``phrase`` names it as one item of an enumeration."""
+    tw = term_words(phrase, "", drop_shared=False)
+    naming = [x for x in split_sentences(text) or [text] if names(x, tw)]
+    return bool(naming) and all(listed(x, tw) for x in naming)
 
 
 _ARTICLES = frozenset("the a an il lo la i gli le l un una uno".split())
@@ -81,4 +96,5 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
         to_string(found.query),
         found.positive,
         found.negatives,
+        asks_for_alternatives(found.cues),
     )
