@@ -1,0 +1,196 @@
+"""The red-flag concept lexicon: EN/IT word lists (colloquial phrasing, dialect and typos included) for the
+symptoms and contexts the hand-written red-flag rules (chatbot.stages.redflag_rules) combine. Terms use the
+``text_match`` syntax: ``*`` a word prefix, ``a|b`` alternatives for one word, ``#num``, ``#lt20``, ``#lt37``,
+``#ge38`` numbers."""
+
+from __future__ import annotations
+
+CONCEPTS: dict[str, list[str]] = {
+    # context
+    "PREG": [
+        "pregnan*", "preggo", "preggers", "expecting", "#lt37 week*|wk*|wks", "37|38|39|40|41|42 week*|wk*",
+        "trimester*", "gestation*", "antenatal", "bump", "incinta", "gravidanz*", "gravida",
+        "#num settiman*", "trimestre", "dolce attesa", "aspetto un bambino",
+    ],
+    "POSTPARTUM": [
+        "gave birth", "given birth", "after birth", "after the birth", "since the birth", "after delivery",
+        "after giving birth", "postpartum", "post partum", "postnatal", "c section", "caesarean",
+        "dopo il parto", "ho partorito", "post parto", "puerperio", "cesareo",
+    ],
+    # the baby is born, in words POSTPARTUM lacks: bleeding then is lochia unless heavy or painful (with
+    # POSTPARTUM, a rule's UNLESS, not a context)
+    "AFTER_BIRTH": [
+        "giving birth", "since delivery", "was born", "were born", "lochia", "aver partorito", "e nato", "e nata",
+        "dalla nascita", "dopo la nascita", "lochi", "lochiazion*",
+    ],
+    "SELF": [
+        "i", "my", "me", "myself", "we", "our", "she", "he", "now", "right now", "today", "tonight",
+        "this morning", "suddenly", "started", "ho", "sto", "sono", "mi", "mio", "mia", "miei", "mie", "io",
+        "abbiamo", "nostro", "nostra", "adesso", "ora", "oggi", "stanotte", "stamattina", "improvvisamente",
+        "all improvviso", "iniziato", "iniziata",
+    ],
+    "BABY": [
+        "baby", "babies", "babys", "newborn*", "new born", "infant*", "bub", "little one", "neonat*",
+        "bambin*", "bimb*", "lattant*", "piccolin*", "babyagenewborn", "babyageolder", "criatur*", "creatur*",
+        "piccirill*", "piccerell*",
+    ],
+    "NEWBORN": [
+        "newborn*", "new born", "neonat*", "babyagenewborn", "just born", "appena nat*", "under 3 months",
+        "under three months", "sotto i 3 mesi", "sotto i tre mesi",
+    ],
+    # symptoms
+    "BLEED": [
+        "bleed*", "bled", "bloody", "haemorrhag*", "hemorrhag*", "losing blood", "lost blood", "blood loss",
+        "passing blood", "passed blood", "blood clot*", "blood coming", "lot of blood", "lots of blood",
+        "so much blood", "blood everywhere", "blood in my", "sanguinam*", "sanguinan*", "sanguino", "sanguina",
+        "sanguinare", "emorragi*", "perdo sangue", "perdite di sangue", "perdita di sangue", "sangue dalla",
+        "sangue rosso", "molto sangue", "tanto sangue", "tantissimo sangue", "perdendo sangue", "esce sangue",
+        "coaguli di sangue", "perdite rosse", "perdite marroni", "soak* through * pad*", "soak* through pad*",
+        "soak* a pad", "soak* pads", "inzupp* l assorbente", "inzupp* * assorbent*",
+    ],
+    "OTHER_BLEED": [
+        "gum", "gums", "nose", "nosebleed*", "gengiv*", "naso", "piles", "haemorrhoid*", "hemorrhoid*",
+        "emorroid*", "nipple*", "capezzol*", "cord", "cordone", "umbilical", "ombelic*", "stump", "moncone",
+    ],
+    "HEAVY": [
+        "heavy", "heavily", "a lot", "lots", "loads", "so much", "too much", "soak*", "clot", "clots", "gush*",
+        "pouring", "massive", "abbondant*", "tanto", "tantissimo", "molto", "forte", "copios*", "coagul*",
+        "grumi", "inzupp*", "fiotti", "assorbent*", "clotting", "clotted",
+    ],
+    "PAIN": [
+        "pain*", "ache*", "aching", "hurt*", "cramp*", "agony", "dolor*", "male", "mal", "fitt*", "crampi",
+        "doloros*",
+    ],
+    "SEVERE": [
+        "severe*", "terribl*", "unbearabl*", "excruciat*", "agonis*", "agoniz*", "worst", "really bad",
+        "very bad", "so bad", "intense", "sharp", "stabbing", "extreme*", "can not stand", "doubled over",
+        "screaming", "crippling", "forte", "fortissim*", "insopportabil*", "atroce", "lancinant*", "acut*",
+        "tremend*", "intens*", "terribil*", "fortissimo", "da morire", "non resisto",
+    ],
+    "MOVE": [
+        "move*", "moving", "movement*", "kick*", "wriggl*", "flutter*", "active", "activity", "movimen*",
+        "muov*", "muove", "calci", "calcio", "calcetti", "scalci*",
+    ],
+    "KICKS": ["kick*", "calci", "calcetti", "scalci*"],
+    "TOO_EARLY_TO_FEEL": ["#lt20 week*|wk*|wks|settiman*"],
+    "REDUCED": [
+        "less", "fewer", "reduc*", "slow*", "stopped", "stop*", "not", "no", "nothing", "quiet*", "decreas*",
+        "hardly", "barely", "meno", "ridott*", "diminuit*", "non", "fermo", "ferma", "smesso", "nessun*",
+        "niente", "rallentat*", "calat*", "quasi",
+    ],
+    "WATERS": [
+        "waters", "water break*", "water broke", "amniotic", "rupture* membrane*", "membranes rupture*",
+        "rottura delle acque", "rompono le acque", "rompe le acque", "rottura del sacco", "liquido amniotico",
+    ],
+    "WATERS_NOW": [
+        "waters broke", "waters broken", "waters have broken", "waters went", "waters gone", "waters just",
+        "water broke", "water broken", "waters are leaking", "waters leaking", "leaking fluid", "leaking clear",
+        "fluid leaking", "gush of fluid", "gush of water", "gushing fluid", "rotto le acque", "rotte le acque",
+        "si sono rotte", "acque rotte", "rotto il sacco", "perdo liquido", "perdita di liquido",
+        "perdite di liquido", "perdendo liquido",
+    ],
+    "EARLY": [
+        "early", "premature*", "preterm", "pre term", "too soon", "before 37", "prima del termine",
+        "pretermine", "precoc*", "in anticipo", "prima delle 37", "#lt37 week*|wk*|wks|settiman*",
+        "green", "brown", "smell*", "verde", "marrone", "maleodorant*",
+    ],
+    "HEADACHE": [
+        "headach*", "head ache", "head hurts", "head is killing", "head is pounding", "head pounding",
+        "migrain*", "mal di testa", "cefalea", "emicrania", "testa mi scoppia", "dolore alla testa",
+    ],
+    "VISION": [
+        "blur*", "vision", "spots", "flash*", "sparkl*", "stars", "double", "can not see", "eyesight", "sight",
+        "seeing", "vista", "vedo", "vedere", "vedevo", "offuscat*", "annebbiat*", "sfocat*", "lampi", "puntini",
+        "lucine", "macchie", "appannat*", "luci",
+    ],
+    "CHEST": ["chest", "petto", "torace", "toracic*", "sternum", "sterno"],
+    "CHEST_SYMPTOM": [
+        "pain*", "ache*", "hurt*", "tight*", "pressure", "crushing", "squeez*", "dolor*", "male", "oppression*",
+        "peso", "stretta", "costrizion*",
+    ],
+    "BREATHING": [
+        "can not breathe", "cant breathe", "struggling to breathe", "struggle to breathe", "not breathing",
+        "stopped breathing", "gasping", "turning blue", "blue lips", "lips are blue", "lips blue",
+        "non riesco a respirare", "non respira", "non riesce a respirare", "fatica a respirare",
+        "labbra blu*", "cianotic*", "smesso di respirare", "nun respira", "turned|went|gone|going blue",
+        "divent* blu|viola", "diventando blu|viola",
+    ],
+    "STROKE_SIGN": [
+        "face droop*", "drooping face", "droopy face", "face is drooping", "face has dropped", "face dropped",
+        "one side of my face", "one side of his face", "one side of her face", "side of face",
+        "slurred", "slurring", "speech slurr*", "can not speak properly", "can not lift * arm", "arm weak*",
+        "weak arm", "arm is weak", "arm went weak",
+        "numb on one side", "one side numb", "one side of my body", "bocca storta", "faccia storta",
+        "viso storto", "bocca cadente", "parla in modo strano", "parole impastate", "parla impastato", "biascica",
+        "non riesce a parlare",
+        "non riesco a parlare", "braccio debole", "non riesce ad alzare", "non riesco ad alzare",
+        "paresi", "meta del viso", "meta della faccia", "lato del viso", "intorpidit* da un lato",
+    ],
+    "STROKE_WORD": ["stroke", "ictus"],
+    "SEIZURE": [
+        "seizur*", "siezur*", "convuls*", "having a fit", "had a fit", "has a fit", "fitting", "epileptic fit",
+        "fits", "crisi epilettic*", "attacco epilettic*", "shaking and unresponsive", "jerking",
+    ],
+    "FEVER": [
+        "fever*", "feverish", "has a temperature", "have a temperature", "got a temperature", "high temperature",
+        "running a temperature", "temperature of #num", "temperature is #num", "temp of #num", "high temp",
+        "temp|temperature|temperatura|febbre|fever #ge38",
+        "feels hot", "feel hot", "very hot", "burning up", "#ge38 c|degrees|gradi|deg", "febbr*",
+        "febbricitant*", "temperatura alta", "temperatura di #num", "temperatura a #num", "scotta", "scottava",
+        "caldissim*",
+    ],
+    "FLOPPY": [
+        "floppy", "limp", "unresponsive", "not responding", "will not wake", "hard to wake", "difficult to wake",
+        "can not wake", "lethargic", "listless", "not feeding", "will not feed", "refusing feeds",
+        "refusing to feed", "bulging fontanelle", "rash that does not fade", "molle", "mollo", "floscio",
+        "floscia", "flaccid*", "non reagisce", "non si sveglia", "non risponde", "rifiuta il latte",
+        "non mangia", "fontanella gonfia", "collo rigido", "inerte", "non si muove piu",
+        "non se move|mov* piu|cchiu", "nun se move|mov*",
+    ],
+    "SELF_HARM": [
+        "kill* myself", "kill my self", "suicid*", "end my life", "end it all", "take my own life",
+        "harm* myself", "hurt* myself", "self harm*", "cut* myself", "not want to live", "not want to be here",
+        "not want to be alive", "better off without me", "better off dead", "want to die", "wish i was dead",
+        "wish i were dead", "no reason to live", "want to hurt|harm|kill|shake|smother",
+        "thought* of hurting|harming|killing|shaking|smothering", "thought* about hurting|harming|killing",
+        "urge* to hurt|harm|kill|shake", "i might hurt|harm|kill|shake", "i could hurt|harm|kill|shake",
+        "i will hurt|harm|kill|shake", "i ll hurt|harm", "i may hurt|harm", "shook my baby",
+        "uccidermi", "ammazzarmi", "togliermi la vita", "farla finita", "farmi del male", "farmi male",
+        "non voglio piu vivere", "voglio morire", "vorrei morire", "vorrei sparire", "pensier* di fare del male",
+        "pensier* di fare male", "paura di fare del male", "paura di fare male", "voglio fare del male",
+        "voglio fare male", "vorrei fare del male", "potrei fare del male", "fare del male a mio*",
+        "fare del male a mia", "fare del male al mio", "fare del male alla mia", "scuotere il mio",
+        "autolesion*", "tagliarmi", "meglio senza di me", "pensieri di uccidere",
+        "never wake up again", "and never wake up", "not wake up again", "to not wake up", "so i do not wake up",
+        "per non svegliarmi piu", "per non svegliarsi piu", "non svegliarmi mai piu", "non risvegliarmi piu",
+        "buttarmi|lanciarmi dalla|dal|giu|sotto", "mi butto|buttassi|lanciassi dalla|dal|giu|sotto",
+        "throw myself off|under", "throw myself in front", "jump off a|the bridge|roof|balcony",
+        "non vedo motivi|motivo per restare|vivere", "nessun motivo per vivere|restare", "no reason to stay|go on",
+        "le|gli tappo la bocca", "tapparle|tappargli la bocca", "pillow over her|his face",
+    ],
+    # a sign that makes a present statement of danger (``present_danger``), no rule of its own
+    "FOAM": ["schiuma alla|dalla bocca", "bocca piena di schiuma", "foam* at the mouth", "bava alla bocca"],
+    "OVERDOSE": [
+        "overdos*", "over dose", "took too many", "taken too many", "take too many", "too many pills",
+        "too many tablets", "too many paracetamol", "whole packet", "whole box", "whole bottle",
+        "swallowed * pills", "swallowed a battery", "swallowed a button", "swallowed bleach",
+        "accidentally took", "accidentally taken", "accidentally swallowed", "ingested", "sovradosaggio",
+        "troppe pastiglie", "troppe compresse", "troppe pillole", "troppi farmaci", "troppo paracetamolo",
+        "intera confezione", "scatola intera", "tutta la confezione", "tutto il flacone", "ha ingerito",
+        "ha inghiottito", "ho ingerito", "ho preso troppe", "ho preso troppi", "per sbaglio ho preso",
+        "accidentally gave", "accidentally given", "by mistake instead", "ho dato per sbaglio",
+        "gli ho dato per sbaglio", "le ho dato per sbaglio", "dato per sbaglio",
+    ],
+    "SWALLOWED": [
+        "swallowed", "has eaten", "ate", "ingerito", "inghiottito", "ha mangiato", "ingoiato", "ingoiata", "ingoiati",
+        "ingoiate",
+    ],
+    "MEDS": [
+        "pills", "tablets", "medicine*", "capsules", "battery", "batteries", "bleach", "pastigli*", "compress*",
+        "pillol*", "farmac*", "pila", "pile", "batteri*", "candeggina", "detersivo",
+    ],
+    "COLLAPSE": [
+        "unconscious", "passed out", "fainted", "collapsed", "not waking up", "svenut*", "svenimento",
+        "privo di sensi", "priva di sensi", "incosciente", "perso conoscenza", "perso i sensi",
+    ],
+}  # fmt: skip
