@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from chatbot.training.redflag_bars import choose, verdicts
 from chatbot.training.redflag_ordinary import ordinary_rows
-from chatbot.training.redflags_cv import ORDINARY, SETS, choose, load_rows, ordinary_part, verdicts
+from chatbot.training.redflags_cv import ORDINARY, SETS, load_rows, ordinary_part
 from evaluation.redflags_s12 import mcnemar
 
 

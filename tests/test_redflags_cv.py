@@ -1,12 +1,12 @@
-"""Choosing the red-flag gate's bars on out-of-fold scores (chatbot.training.redflags_cv.choose): exact bars."""
+"""Choosing the red-flag gate's bars on out-of-fold scores (chatbot.training.redflag_bars.choose): exact bars."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from chatbot.training.redflag_bars import choose, verdicts
 from chatbot.training.redflag_dataset import ACTIONS
-from chatbot.training.redflags_cv import choose, verdicts
 
 
 def run(scores, urgent, rule=None, framed=None):
