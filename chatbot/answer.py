@@ -10,8 +10,9 @@ from typing import Any
 from chatbot.answer_object import answer_first_links, answer_trace, certified_links, outcome, urgent_first_links
 from chatbot.content_gate import gate_result, links_still_live, refresh_caches, segments_filter, with_warning
 from chatbot.index import Hit
-from chatbot.pipeline import Services, optional_llm, run_pipeline, stage_event
+from chatbot.pipeline import Services, optional_llm, run_pipeline
 from chatbot.question_input import InvalidQuestion, validate_question
+from chatbot.stage_progress import stage_event
 from chatbot.stages.relevance import gate, threshold_for, without_urgent_fillers
 from chatbot.stages.route import route
 

@@ -241,7 +241,7 @@ def _claim(state: Any, who: tokens.TokenInfo, turn: Any) -> None:
 
 def _stream(state: Any, who: tokens.TokenInfo, body: AnswerRequest, request: Request) -> Iterator[bytes]:
     """The events of one streamed answer (a sync generator: Starlette runs it in a worker thread)."""
-    from chatbot.pipeline import stage_listener
+    from chatbot.stage_progress import stage_listener
 
     try:
         urgent = state.chat.early_urgent(body.question, body.language)

@@ -59,8 +59,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     from chatbot.answer import answer
     from chatbot.index import IndexError_
-    from chatbot.pipeline import Services, stage_listener
+    from chatbot.pipeline import Services
     from chatbot.settings import load_settings
+    from chatbot.stage_progress import stage_listener
 
     settings = load_settings()
     services = Services(settings, collection=args.collection)

@@ -72,7 +72,7 @@ def test_ask_against_an_empty_data_dir_exits_3_naming_chatbot_ingest(tmp_path):
 def test_ask_shows_stage_progress_on_stderr_unless_json_or_quiet(tmp_path, monkeypatch, capsys):
     from chatbot import answer as answer_module
     from chatbot import cli
-    from chatbot.pipeline import stage_event
+    from chatbot.stage_progress import stage_event
 
     def fake_answer(question, services, pipeline):
         stage_event("retrieve", 12.4)

@@ -108,7 +108,7 @@ def test_hyde_retrieves_with_the_hypothetical_document(services, server):
 
 
 def test_hyde_tells_a_stage_listener_each_stage_and_when_the_llm_starts(services):
-    from chatbot.pipeline import stage_listener
+    from chatbot.stage_progress import stage_listener
 
     events: list[tuple[str, bool]] = []
     with stage_listener(lambda stage, ms: events.append((stage, ms is None))):

@@ -66,7 +66,8 @@ from chatbot.logical.scoring import (
     stored_sentences,
     term_values,
 )
-from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline, timed
+from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional_llm, register_pipeline
+from chatbot.stage_progress import timed
 
 
 def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:

@@ -22,7 +22,8 @@ from chatbot.logical import exclusion
 from chatbot.logical.config import LogicalConfig
 from chatbot.logical.query import Node, negative_terms, positive_terms
 from chatbot.logical.scoring import candidate_vectors, stored_sentences
-from chatbot.pipeline import RetrievalResult, Services, run_pipeline, timed
+from chatbot.pipeline import RetrievalResult, Services, run_pipeline
+from chatbot.stage_progress import timed
 
 FALLBACK_PIPELINE = "dense+rerank"  # when retrieval.pipeline is itself an exclusion pipeline
 

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from chatbot.index import Hit
-from chatbot.pipeline import RetrievalResult, Services, register_pipeline, rerank_stage, timed
+from chatbot.pipeline import RetrievalResult, Services, register_pipeline, rerank_stage
+from chatbot.stage_progress import timed
 from chatbot.stages.hydoc import Generation, fault, generate_cot, generate_zero_shot, llm_ms, prestart, run_llm
 from chatbot.stages.hydoc_cache import cache_for, cache_key_for
 from chatbot.stages.pre_retrieval import pre_context, pre_retrieve

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatbot.index import Hit
-from chatbot.pipeline import stage_event, timed
 from chatbot.prompts import load_prompt
+from chatbot.stage_progress import stage_event, timed
 from chatbot.stages.question_type import question_type
 
 # ~0.65 English words per token for these tokenizers: the word target that fits in max_tokens.
