@@ -26,6 +26,8 @@ def ingest_paths(
     Raises CorpusError (strict) or ValueError when no valid document is found."""
     from tqdm import tqdm
 
+    from chatbot.stages.answer_first import warm_answer_units
+
     settings = services.settings
     result = read_corpus([Path(p) for p in paths], strict=strict or settings.corpus.strict, default_url=default_url)
     for problem in result.problems:
@@ -42,6 +44,10 @@ def ingest_paths(
         report = services.index.sync(
             segments, batch_size=settings.index.batch_size, progress=bar.update, planned=set_total, log=log
         )
+    # the trained answer scorer's units, embedded now rather than at a patient's question (stages.answer_first)
+    units = warm_answer_units(services)
+    if units and units["embedded"] and not quiet:
+        log(f"answer units: {units['embedded']} embedded ({units['units']} stored, {units['seconds']} s)")
     rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
     return {
         **report.as_dict(),

@@ -238,12 +238,17 @@ def _trained_model(services) -> Any:
     if "trained" not in cache:
         from chatbot.embedders import load_embedder
         from chatbot.stages.answer_trained import EMBEDDER, HEADS, TrainedAnswerModel
+        from chatbot.stages.answer_units import UnitVectors, store_path
 
         # the pipeline's (kind, threads) key: the same e5-onnx instance when it is the retrieval embedder
         head = HEADS[getattr(services.settings.compose, "trained_head", "public")]
-        cache["trained"] = TrainedAnswerModel(
-            load_embedder(EMBEDDER, services.settings.embedding.threads), weights_file=head
-        )
+        embedder = load_embedder(EMBEDDER, services.settings.embedding.threads)
+        # the indexed units' vectors, embedded by ingest (answer_units); a unit they lack is embedded on demand
+        settings = services.settings
+        data_dir = getattr(services, "data_dir", settings.paths.data_dir)
+        path = store_path(data_dir, getattr(services, "collection_name", settings.index.collection))
+        units = UnitVectors.load(path, getattr(embedder, "name", EMBEDDER))
+        cache["trained"] = TrainedAnswerModel(embedder, weights_file=head, units=units)
     return cache["trained"]
 
 
@@ -268,3 +273,42 @@ def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel
             raise FileNotFoundError("compose.answer_scorer=cues+cross-encoder but no cross-encoder model is available")
         return CrossEncoderAnswerModel(reranker)
     return None
+
+
+# -- the trained scorer's units, embedded ahead of the question (stages.answer_units) ------------------------
+
+
+def unit_texts(segments: Sequence[Any], room: int) -> list[str]:
+    """Every text the answer-first composer can hand its model for these segments at ``room`` characters
+    (``answer_candidates``: a segment's units and, for a list longer than the room, its pieces), once each."""
+    texts = []
+    for seg in segments:
+        for unit in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
+            texts += [text for _first, _last, text, _is_list in _pieces(unit, room)]
+    return list(dict.fromkeys(texts))
+
+
+def warm_answer_units(services: Any) -> dict[str, Any] | None:
+    """Embed the indexed segments' units the store lacks and save it. None when the trained scorer is not used, or
+    the pipeline's encoder is not the scorer's (e5-onnx): then the scorer embeds its units on demand, as it loads
+    e5-onnx only at the first question of its types; and an index of more than MAX_SEGMENTS (a benchmark corpus,
+    not a card set) is left to the scorer's on-demand cache."""
+    from chatbot.embedders import load_embedder
+    from chatbot.stages.answer_trained import EMBEDDER
+    from chatbot.stages.answer_units import MAX_SEGMENTS, UnitVectors, store_path, trained_scorer_used
+
+    if not trained_scorer_used(services.settings) or services.settings.embedding.model != EMBEDDER:
+        return None
+    if services.index.count() > MAX_SEGMENTS:
+        return None
+
+    start = time.perf_counter()
+    embedder = load_embedder(EMBEDDER, services.settings.embedding.threads)
+    segments, _ = services.index.all_segments()
+    texts = unit_texts(segments, services.settings.compose.max_chars)
+    store = UnitVectors.load(store_path(services.data_dir, services.collection_name), embedder.name)
+    before = len(store)
+    embedded = store.warm(texts, embedder.embed_passages)
+    if embedded or len(store) != before or not store.path.is_file():
+        store.save()
+    return {"units": len(store), "embedded": embedded, "seconds": round(time.perf_counter() - start, 1)}

@@ -5,8 +5,10 @@ of the multilingual-e5-small vectors of ``query: question`` and ``passage: sente
 where they differ, per dimension), their cosine, the question type (``answer_cues.question_type``) crossed
 with the sentence's answer cues of every type, the share of the question's words in the sentence, and the
 sentence's length. The head was fitted on weak labels from public train splits
-(``chatbot.training.answer_scorer``; card: models/answer_scorer/README.md). Sentence vectors are kept in
-memory per process (certified text does not change while it runs).
+(``chatbot.training.answer_scorer``; card: models/answer_scorer/README.md). Sentence vectors come from the unit
+store that ingest fills (``answer_units``: the indexed units, embedded ahead of the question) when it is given, else
+from a bounded memory cache per process (certified text does not change while it runs). The question's vector
+comes from the encoder's own query cache when retrieval used the same e5-onnx instance for the same text.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from chatbot.stages.answer_cues import QUESTION_TYPES, cue_score, question_type
+from chatbot.stages.answer_units import UnitVectors, embed_alone
 
 FEATURE_VERSION = 1
 WEIGHTS_FILE = "answer_scorer.npz"
@@ -77,7 +80,12 @@ class TrainedAnswerModel:
     probability = True
 
     def __init__(
-        self, embedder, model_dir: Path | None = None, max_cached: int = 20000, weights_file: str = WEIGHTS_FILE
+        self,
+        embedder,
+        model_dir: Path | None = None,
+        max_cached: int = 20000,
+        weights_file: str = WEIGHTS_FILE,
+        units: UnitVectors | None = None,
     ) -> None:
         model_dir = Path(model_dir) if model_dir else default_model_dir()
         path = model_dir / weights_file
@@ -99,15 +107,29 @@ class TrainedAnswerModel:
         self.embedder = embedder
         self.max_cached = max_cached
         self._cache: dict[str, np.ndarray] = {}
+        # the units embedded ahead of the question (answer_units); one it lacks is embedded alone, as the store's
+        self.units = units
+        self.embedded = 0  # units embedded on demand (not found in the store or the cache)
 
     def _sentence_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        found: dict[str, np.ndarray] = {}
+        for t in dict.fromkeys(texts):
+            v = self.units.get(t) if self.units is not None else None
+            v = self._cache.get(t) if v is None else v
+            if v is not None:
+                found[t] = v
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             if len(self._cache) + len(missing) > self.max_cached:
                 self._cache.clear()
-            for t, v in zip(missing, self.embedder.embed_passages(missing), strict=True):
-                self._cache[t] = np.asarray(v, dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+            if self.units is not None:
+                fresh = embed_alone(self.embedder.embed_passages, missing)
+            else:
+                fresh = [np.asarray(v, dtype=np.float32) for v in self.embedder.embed_passages(missing)]
+            for t, v in zip(missing, fresh, strict=True):
+                self._cache[t] = found[t] = v
+            self.embedded += len(missing)
+        return np.stack([found[t] for t in texts])
 
     def score_features(self, features: np.ndarray) -> np.ndarray:
         """P(answers) of feature rows (standardised as in training)."""
