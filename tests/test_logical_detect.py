@@ -334,3 +334,117 @@ def test_the_positive_part_keeps_the_subject(question, query):
     found = detect(question)
     assert found is not None
     assert to_string(found) == query
+
+
+# Session 12: wider patient phrasings (our own words, issue 19 items 6-7): exact decompositions.
+PATIENT_PHRASINGS_S12 = [
+    # without/senza + a verb of taking or using, after a question
+    ("How can I get rid of heartburn without taking antacids?", '"How can I get rid of heartburn" AND NOT "antacids"'),
+    ("How do I manage hay fever without using a nasal spray?", '"How do I manage hay fever" AND NOT "a nasal spray"'),
+    ("Where can I get iron without eating red meat?", '"Where can I get iron" AND NOT "red meat"'),
+    (
+        "Come posso alleviare il mal di schiena senza prendere antidolorifici?",
+        '"Come posso alleviare il mal di schiena" AND NOT "antidolorifici"',
+    ),
+    ("Dove trovo il calcio senza bere latte?", '"Dove trovo il calcio" AND NOT "latte"'),
+    # plain without/senza after a how-to or where-to request
+    ("How can I ease sciatica without physio?", '"How can I ease sciatica" AND NOT "physio"'),
+    (
+        "Come faccio a combattere la nausea senza le pastiglie?",
+        '"Come faccio a combattere la nausea" AND NOT "le pastiglie"',
+    ),
+    ("Dove prendo le proteine senza uova e senza pesce?", '"Dove prendo le proteine" AND NOT "uova" AND NOT "pesce"'),
+    ("How can I treat thrush? Ideally without cream", '"How can I treat thrush" AND NOT "cream"'),
+    ("Come si cura la cistite? Se possibile senza antibiotici", '"Come si cura la cistite" AND NOT "antibiotici"'),
+    (
+        "How do I keep my baby full at night if I'm not breastfeeding?",
+        '"How do I keep my baby full at night" AND NOT "breastfeeding"',
+    ),
+    # ruled out, something else asked
+    (
+        "It's not reflux, so what else could cause chest pain after eating?",
+        '"what else could cause chest pain after eating" AND NOT "reflux"',
+    ),
+    (
+        "Not the glucose test - what other blood tests happen in pregnancy?",
+        '"what other blood tests happen in pregnancy" AND NOT "glucose test"',
+    ),
+    (
+        "I can't take ibuprofen, what else can I use for a headache?",
+        '"what else can I use for a headache" AND NOT "ibuprofen"',
+    ),
+    ("I don't want to use a dummy, what else settles a newborn?", '"what else settles a newborn" AND NOT "dummy"'),
+    (
+        "Non è il ferro basso, cos'altro può causare stanchezza?",
+        '"cos\'altro può causare stanchezza" AND NOT "il ferro basso"',
+    ),
+    (
+        "Non posso prendere l'ibuprofene, cos'altro uso per il mal di testa?",
+        '"cos\'altro uso per il mal di testa" AND NOT "l\'ibuprofene"',
+    ),
+    # relatives after a question word; contain; né … né
+    (
+        "Which contraception is best after birth that isn't the pill?",
+        '"Which contraception is best after birth" AND NOT "the pill"',
+    ),
+    ("Snacks for pregnancy that don't contain peanuts", '"Snacks for pregnancy" AND NOT "peanuts"'),
+    ("Che sport posso fare allattando che non sia il nuoto?", '"Che sport posso fare allattando" AND NOT "il nuoto"'),
+    ("Spuntini per la gravidanza che non contengano arachidi", '"Spuntini per la gravidanza" AND NOT "arachidi"'),
+    (
+        "Che antidolorifico posso prendere che non sia né l'aspirina né l'ibuprofene?",
+        '"Che antidolorifico posso prendere" AND NOT "l\'aspirina" AND NOT "l\'ibuprofene"',
+    ),
+    ("Consigli per le emorroidi che non siano pomate", '"Consigli per le emorroidi" AND NOT "pomate"'),
+    # oltre without the apostrophe; a question word right after the excluded words
+    ("Oltre all acido folico quali vitamine servono?", '"quali vitamine servono" AND NOT "acido folico"'),
+    (
+        "Oltre alla nausea quali disturbi sono normali nel primo trimestre?",
+        '"quali disturbi sono normali nel primo trimestre" AND NOT "nausea"',
+    ),
+]
+
+# Negation and "without" that exclude no topic: the configured pipeline keeps them.
+PATIENT_NOT_EXCLUSIONS_S12 = [
+    "Is it not safe to dye my hair while pregnant?",
+    "Why can't I sleep at 30 weeks?",
+    "No energy at all in the first trimester, is that normal?",
+    "Non riesco a dormire, cosa posso fare?",
+    "Ho mal di testa senza motivo, cosa faccio?",
+    "Non ho fame da giorni, è grave?",
+    "How can I sleep without pain in late pregnancy?",
+    "Come posso allattare senza dolore?",
+    "I can't take it anymore, what else can I do?",
+    "What else can I do for reflux if it's not getting better?",
+    "How do I know it's not labour, what else could it be?",
+    "Non è normale, cos'altro devo fare?",
+    "Posso prendere il paracetamolo senza ricetta?",
+    "Come posso dimagrire senza fare la dieta?",
+    "How can I lose the baby weight without dieting?",
+    "I'm not sure, what else should I ask the midwife?",
+    "It's not too late for the flu jab, is it?",
+    "Can I take my iron tablets without food?",
+    "How long can a newborn go without feeding?",
+    "Non sono incinta, cos'altro può ritardare il ciclo?",
+    "Quanto può stare il neonato senza mangiare?",
+    "Not pregnant or anything, just want to lose weight before summer",
+]
+
+
+@pytest.mark.parametrize(("question", "query"), PATIENT_PHRASINGS_S12)
+def test_wider_patient_exclusions_are_decomposed(question, query):
+    found = detect(question)
+    assert found is not None, question
+    assert to_string(found) == query
+
+
+@pytest.mark.parametrize("question", PATIENT_NOT_EXCLUSIONS_S12)
+def test_wider_patient_phrasings_that_exclude_nothing_are_not_decomposed(question):
+    assert detect(question) is None
+
+
+def test_wider_patient_cues_report_their_cue_and_language():
+    ruled = analyse("Non posso prendere l'ibuprofene, cos'altro uso per il mal di testa?")
+    assert ruled is not None and ruled.cues == ("non posso prendere",) and ruled.language == "it"
+    verb = analyse("Where can I get iron without eating red meat?")
+    assert verb is not None and verb.cues == ("without",) and verb.language == "en"
+    assert verb.positive == "Where can I get iron" and verb.negatives == ("red meat",)

@@ -67,7 +67,7 @@ _CUES: list[tuple[str, str]] = [
     (rf"all'infuori\s+{_DI_IT}|al\s+di\s+fuori\s+{_DI_IT}", "it"),
     (r"a\s+parte", "it"),
     (r"fatta\s+eccezione\s+(?:per|di|del|dello|della|dei|degli|delle|dell')|eccezion\s+fatta\s+per", "it"),
-    (rf"oltre\s+(?:all'|{_ART_IT}\b)", "it"),
+    (rf"oltre\s+(?:all'|{_ART_IT}\b|all\b)", "it"),
     (rf"divers[oaie]\s+{_DA_IT}", "it"),
     (rf"invece\s+(?:che|{_DI_IT})|anzich[ée]|piuttosto\s+che", "it"),
     (rf"ma\s+non(?:\s+(?:ho|abbiamo|ha|c'è|ci\s+sono|include|riguarda))?(?=\s+{_NP_IT})", "it"),
@@ -119,7 +119,8 @@ TERMINATOR = re.compile(
     r"|\s+(?:and|e)\s+(?=(?:how|what|why|which|who|where|when|in\s+what|to\s+what|does|do|did|is|are|was|were|"
     r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)"
     # a question opening right after the excluded words, without a comma: "a parte il fumo cos'altro posso fare"
-    r"|(?P<qw>\s+)(?=(?:what|how|why|is\s+there|are\s+there|cos'altro|che\s+cosa|cosa|perch[ée])\s+\w)",
+    r"|(?P<qw>\s+)(?=(?:what|how|why|is\s+there|are\s+there|cos'altro|che\s+cosa|cosa|perch[ée]|quali|quale|"
+    r"dove|where)\s+\w)",
     re.IGNORECASE,
 )
 # A relative clause right after a leading exclusion's comma describes the excluded thing ("which I already do")

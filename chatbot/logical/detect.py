@@ -107,6 +107,9 @@ def _is_title_case(text: str) -> bool:
 
 def _split_list(text: str) -> list[str]:
     """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word."""
+    twice = re.split(r"\s+(?:and|or|e|o)\s+(?:without|senza)\s+|\s+n[eé]\s+", text)
+    if len(twice) > 1 and all(p.strip() for p in twice):
+        return [p.strip() for p in twice]  # "senza carne e senza fegato", "né la pillola né il preservativo"
     if '"' in text or "'" in text.replace("'s ", " ").replace("s' ", " "):
         return [text]  # quoted titles may contain "and"
     if _is_title_case(text):
@@ -153,6 +156,10 @@ def _find_end(text: str, start: int) -> tuple[int, int, str]:
         m = TERMINATOR.search(text, pos)
         cue = CUE_RE.search(text, start + 1)
         cue_at = cue.start() if cue else len(text)
+        guarded = [g for g in guarded_cues(text, start + 1) if g[0] < cue_at]
+        if guarded:  # "it's not the sickness and it's not anaemia": the next guarded cue ends this one too
+            cue_at = min(g[0] for g in guarded)
+            cue = re.compile(".").match(text, cue_at)
         if m is None or m.start() >= cue_at:
             if cue is not None:
                 # "video games other than "Suspended" and construction tools other than …": what follows
@@ -300,9 +307,10 @@ def _clean_positive(text: str) -> str:
     text = re.sub(r"\s+([,?.!;:])", r"\1", text)
     text = re.sub(r",\s*(?=[?.!;,])", "", text)  # "…, ?" left by a cut
     text = re.sub(r"^[,;:\s]+", "", text)
-    text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*$", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*([?.!]*)$", r"\1", text, flags=re.IGNORECASE)
     text = re.sub(r"([?.!])\s*[,;]\s*", r"\1 ", text)
     text = re.sub(r"\(\s*\)", "", text)
+    text = re.sub(r"^(?:so|then|quindi|allora)\s+(?=\w)", "", text.strip(" ,;:-–—"), flags=re.IGNORECASE)
     return strip_plea(text.strip(" ,;:")).rstrip("?.!").strip()
 
 

@@ -22,6 +22,20 @@ These phrasings exclude a topic only in some sentences, so each one is accepted 
 - "altro che X": not after "niente"/"nient'"/"non" (they make it "only"), not as a relative ("l'altro che
   ho preso"), not before "non" (then "che non sia" is the cue).
 
+- "without taking/using/eating X", "senza prendere/usare/bere X" (and "without/senza breastfeeding/allattare",
+  "if I'm not breastfeeding"): a verb of taking says X is avoided; accepted when the sentence asks something
+  (a request word, or it opens with a question word) and X is a noun phrase, not an attribute (pain, side
+  effects, a prescription, dolore, motivo, ricetta, glutine …).
+- plain "without X" / "senza X" after a how-to or where-to request ("How can I ease sciatica without physio",
+  "dove prendo il ferro senza carne"), also in a hedge that follows the question ("…? Se possibile senza
+  insulina"); attributes as above stay unrouted ("How can I sleep without pain", "senza motivo").
+- "It's not X, what else …", "Not X - what else …", "I can't take / don't want to use X, what else …",
+  "Non è X, cos'altro …", "Non posso prendere X, cos'altro …": X is ruled out only when something else is asked
+  after X ("else", "other", "altro", "alternative") and X is a noun phrase ("I'm not sure, what else …",
+  "Non sono incinta, cos'altro …" stay unrouted).
+- the relative cues also read "that don't contain X", "che non contenga/contengano X", "che non sia né X né Y",
+  and accept a sentence that opens with a question word ("Che sport posso fare … che non sia la corsa").
+
 Ambiguous cases are left unrouted (they keep the configured pipeline). Each finder returns
 (start, end, cue text) tuples; the phrase after the cue ends where ``detect`` ends every inline exclusion.
 """
@@ -56,7 +70,8 @@ _TREATMENT = re.compile(
     r"sleeping\s+pills?|chemo(?:therapy)?|epidural|inhalers?|creams?|oppioidi|"
     r"cortison(?:e|ici)|chirurgia|intervent[oi](?:\s+chirurgic[oi])?|operazion[ei]|iniezion[ei]|punture|"
     r"ormoni|statine|insulina|antidepressivi|sonniferi|chemioterapia|"
-    r"epidurale|inalatori|creme)\b",
+    r"epidurale|inalatori|creme|laxatives?|lassativ[oi]|antacids?|antiacidi|pomat[ae]|supposte|"
+    r"antistaminic[oi]|antihistamines?)\b",
     re.IGNORECASE,
 )
 _NOT_A_NOUN = re.compile(
@@ -69,7 +84,8 @@ _NOT_A_NOUN = re.compile(
     r"runny|dry|ready|necessary|urgent|important|common|rare|new|old|right|wrong|true|real|high|low|now|today|"
     r"again|here|there|problems?|concerns?|issues?|worry|risks?|danger|deal|idea|option|choice|problem[ai]|"
     r"rischi[oi]?|pericol[oi]|alt[oaie]|bass[oaie]|fort[ei]|legger[oaie]|"
-    r"invasiv[oaie]|\w{2,}(?:ing|ous|ful|less|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
+    r"invasiv[oaie]|fare|dare|stare|avere|essere|dire|andare|incinta|pregnant|"
+    r"\w{2,}(?:ing|ous|ful|less|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
     r"\w{3,}(?:ed|ly|are|ere|ire))\b",
     re.IGNORECASE,
 )
@@ -77,9 +93,56 @@ _PLEA_AFTER = r"(?:please|thanks|thank\s+you|per\s+favore|per\s+piacere|grazie)\
 _CLAUSE_START = r"(?:(?<=^)|(?<=[,;:.?!]\s)|(?<=[,;:(]))"
 
 _WITHOUT = re.compile(r"\b(?:without|senza)\s+(?:(?:any|alcun[oa]?)\s+)?", re.IGNORECASE)
+# "without taking/using/eating X", "senza prendere/usare/bere X": the verb makes X something the patient avoids
+_WITHOUT_VERB = re.compile(
+    r"\b(?:without|senza)\s+(?=(?:breastfeeding|breast-feeding|allattare|allattarlo|allattarla)\b)|"
+    r"\bif\s+(?:i'?m|im|i\s+am|she'?s|she\s+is)\s+not\s+(?=(?:breastfeeding|breast-feeding)\b)|"
+    r"\b(?:without|senza)\s+(?:taking|using|eating|drinking|having\s+to\s+take|relying\s+on|living\s+on|"
+    r"resorting\s+to|going\s+on|prendere|assumere|usare|utilizzare|bere|mangiare|ricorrere\s+(?:a|al|alla|ai|"
+    r"agli|alle|all')|riempirmi\s+di|imbottirmi\s+di)\s+(?:(?:any|more|alcun[oa]?)\s+)?",
+    re.IGNORECASE,
+)
+# a how-to or where-to request: plain "without X"/"senza X" after it excludes X unless X is an attribute
+_HOW_REQUEST = re.compile(
+    r"\b(?:how\s+(?:can|do|could|should)\s+(?:i|we)|how\s+to|where\s+(?:can|do)\s+(?:i|we)\s+(?:get|find)|"
+    r"what\s+can\s+(?:i|we)\s+do|remed(?:y|ies)|treatments?|ways?\s+to|come\s+(?:posso|faccio\s+a|si\s+pu[òo]|si\s+cura|si\s+tratta|"
+    r"possiamo)|dove\s+(?:posso\s+)?(?:prendo|trovo|prendere|trovare)|cosa\s+(?:posso\s+)?fare|rimedi|cure)\b",
+    re.IGNORECASE,
+)
+_ATTRIBUTE = re.compile(
+    r"(?:(?:any|the|a|an|il|lo|la|i|gli|le|l'|un|una)\s+)?(?:pain|hurting|side\s+effects?|risks?|harm|tears|"
+    r"problems?|reason|prescription|equipment|it|them|that|this|dolore|effetti\s+collaterali|rischi|motivo|"
+    r"ragione|problemi|ricetta|glutine|gluten|lattosio|lactose|zucchero|sugar|sale|salt)\b",
+    re.IGNORECASE,
+)
 _RELATIVE_NOT = re.compile(
-    r"\b(?:that|which)\s+(?:(?:are|is)\s+not|aren't|isn't|(?:do|does)\s+not\s+involve|(?:don't|doesn't)\s+involve)"
-    r"\s+|\bche\s+non\s+(?:sia|siano|sono|è|e'|preveda|prevedano|includa|includano)\s+",
+    r"\b(?:that|which)\s+(?:(?:are|is)\s+not|aren't|isn't|(?:do|does)\s+not\s+(?:involve|contain|include)|"
+    r"(?:don't|doesn't)\s+(?:involve|contain|include))"
+    r"\s+|\bche\s+non\s+(?:sia|siano|sono|è|e'|preveda|prevedano|includa|includano|contenga|contengano)\s+"
+    r"(?=\S)(?!n[eé]\s)|\bche\s+non\s+(?:sia|siano|sono|è|e')\s+n[eé]\s+",
+    re.IGNORECASE,
+)
+_ASKING = re.compile(r"^\s*(?:how|what|where|which|come|cosa|che|dove|quali?)\b", re.IGNORECASE)
+_HEDGE = re.compile(
+    r"\s*(?:if\s+possible|ideally|preferably|possibly|se\s+possibile|possibilmente|preferibilmente|magari)\s*,?\s*",
+    re.IGNORECASE,
+)
+# a question word opening the sentence also asks for options ("Che sport posso fare … che non sia la corsa")
+_QUESTION_OPEN = re.compile(r"^\s*(?:what|which|any|che|quali?|quale)\b", re.IGNORECASE)
+# "It's not X, what else …" / "Not X - what else …" / "Non è X, cos'altro …": X is ruled out, something else asked
+_RULED_OUT = re.compile(
+    r"(?:"
+    + _CLAUSE_START
+    + r"\s*|\b(?:so|quindi|allora)\s+)(?P<cue>(?:(?:it'?s|it\s+is|it\s+isn't|they'?re|they\s+are)\s+not|"
+    r"it\s+isn't|they\s+aren't|"
+    r"not|non\s+(?:è|e'|sono))|(?:i|we)\s+(?:can't|cannot|can\s+not|don't\s+want\s+to|do\s+not\s+want\s+to|"
+    r"won't)\s+(?:take|use|have|eat|drink)|non\s+(?:posso|voglio|riesco\s+a)\s+(?:prendere|usare|assumere|"
+    r"mangiare|bere))\s+(?:(?:any|more|the|a)\s+(?=\w))?",
+    re.IGNORECASE,
+)
+_ELSE = re.compile(
+    r"\b(?:what|why|how|where|which|who)\s+else\b|\b(?:anything|something|other)\b|\bcos'altro|"
+    r"\bche\s+altro|\bqualcos'altro|\baltr[oaie]\b|\balternativ[ae]\b|\balternatives?\b",
     re.IGNORECASE,
 )
 _NO = re.compile(
@@ -96,6 +159,12 @@ def _sentence(text: str, pos: int) -> str:
     for m in re.finditer(r"[?!]|\.(?=\s)", text[:pos]):
         start = m.end()
     return text[start:pos]
+
+
+def _phrase_rest(text: str, start: int) -> str:
+    """The rest of the sentence from ``start``."""
+    m = re.compile(r"[?!]|\.(?=\s)").search(text, start)
+    return text[start : m.start() if m else len(text)]
 
 
 def _phrase(text: str, start: int) -> str:
@@ -121,8 +190,42 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
     for m in _WITHOUT.finditer(text, pos):
         if _REQUEST.search(_sentence(text, m.start())) and _TREATMENT.match(text, m.end()):
             out.append((m.start(), m.end(), m.group(0).split()[0]))
+    for m in _WITHOUT_VERB.finditer(text, pos):
+        before = _sentence(text, m.start())
+        sentence = before + _phrase_rest(text, m.end())
+        asked = _REQUEST.search(sentence) or _HOW_REQUEST.search(sentence) or _ASKING.match(before)
+        if asked and not _ATTRIBUTE.match(text, m.end()):
+            if _noun_phrase(text, m.end()) or re.match(r"breast|allatt", text[m.end() :], re.I):
+                cue = m.group(0).split()[0].lower()
+                out.append((m.start(), m.end(), " ".join(m.group(0).lower().split()) if cue == "if" else cue))
+    for m in _WITHOUT.finditer(text, pos):
+        before = _sentence(text, m.start())
+        if _WITHOUT_VERB.match(text, m.start()) or (_TREATMENT.match(text, m.end()) and _REQUEST.search(before)):
+            continue  # found above
+        prior = text[: m.start()]
+        hedged = _HEDGE.fullmatch(before) and (
+            _HOW_REQUEST.search(prior) or _REQUEST.search(prior)
+        )  # "…? If possible without X"
+        if (_HOW_REQUEST.search(before) or hedged) and _noun_phrase(text, m.end()):
+            if not _ATTRIBUTE.match(text, m.end()):
+                start = m.start() - len(before.lstrip()) if hedged else m.start()  # the hedge goes with the cue
+                out.append((start, m.end(), m.group(0).split()[0].lower()))
+    for m in _RULED_OUT.finditer(text, pos):
+        after = text[m.end() :]
+        dash = re.search(r"\s[-–—]\s|\s(?=(?:what|why|how|where|which|cos'altro|che\s+altro|cosa)\b)", after, re.I)
+        end = min(len(_phrase(text, m.end())), dash.start() if dash else len(after))
+        treatment = _TREATMENT.match(text, m.end())
+        if (
+            end
+            and _ELSE.search(after, end)
+            and (treatment or _noun_phrase(text, m.end()))
+            and not _ATTRIBUTE.match(after)
+        ):
+            out.append((m.start(), m.end(), " ".join(m.group("cue").lower().split())))
     for m in _RELATIVE_NOT.finditer(text, pos):
-        if _REQUEST.search(_sentence(text, m.start())) and _noun_phrase(text, m.end()):
+        before = _sentence(text, m.start())
+        asked = _REQUEST.search(before) or _QUESTION_OPEN.match(before)
+        if asked and (_noun_phrase(text, m.end()) or _TREATMENT.match(text, m.end())):
             out.append((m.start(), m.end(), " ".join(m.group(0).split())))
     for m in _NO.finditer(text, pos):
         phrase = _phrase(text, m.end())
