@@ -34,15 +34,21 @@ ACTIONS = ("emergency", "poisoning", "mental_health", "maternity_unit")
 LABELS = ("evaluation/results/redflags-false-alarms-s10.labels.json", "evaluation/results/redflags-s11.labels.json")
 
 
-def messages() -> list[dict[str, Any]]:
-    """Every red-flag message and every measure-on question: set, id, language, text, gold, action."""
+def set_rows(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The messages of the red-flag sets ``evaluation/redflags/<name>.jsonl``: set, id, language, text, gold, action."""
     rows = []
-    for name in RF_SETS:
+    for name in names:
         for line in Path(f"evaluation/redflags/{name}.jsonl").read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)
                 rows.append({"set": name, "id": r["id"], "language": r["language"], "text": r["text"],
                              "gold": bool(r["urgent"]), "action": r.get("action") or ""})  # fmt: skip
+    return rows
+
+
+def messages() -> list[dict[str, Any]]:
+    """Every red-flag message and every measure-on question: set, id, language, text, gold, action."""
+    rows = set_rows(RF_SETS)
     for f in MEASURE_FILES:
         name = Path(f).stem
         for line in Path(f).read_text(encoding="utf-8").splitlines():

@@ -26,17 +26,12 @@ LABELS = ("evaluation/results/redflags-false-alarms-s10.labels.json", "evaluatio
 def messages() -> list[dict[str, Any]]:
     """Every message: set, id, language, text, gold (urgent), action."""
     from chatbot.training.redflag_ordinary import MEASURE_FILES, ordinary_rows
+    from evaluation.redflags_s11 import set_rows
 
     labels: dict[str, Any] = {}
     for f in LABELS:
         labels.update(json.loads(Path(f).read_text(encoding="utf-8")))
-    rows = []
-    for name in RF_SETS:
-        for line in Path(f"evaluation/redflags/{name}.jsonl").read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                rows.append({"set": name, "id": r["id"], "language": r["language"], "text": r["text"],
-                             "gold": bool(r["urgent"]), "action": r.get("action") or ""})  # fmt: skip
+    rows = set_rows(RF_SETS)
     for f in MEASURE_FILES:
         for line in Path(f).read_text(encoding="utf-8").splitlines():
             r = json.loads(line) if line.strip() else {}
