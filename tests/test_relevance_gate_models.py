@@ -84,6 +84,19 @@ def test_plain_questions_are_answered_with_three_links(services, question, card)
 
 
 @pytest.mark.parametrize(
+    ("question", "opening"),
+    [
+        # issue 18's headline question: the reply leads with the limit, not the "if you have had more" reassurance
+        ("Is it safe to drink coffee when pregnant?", "The usual advice is to have no more than 200 milligrams"),
+        ("Posso bere caffè in gravidanza?", "Non bere alcol e limita la caffeina a circa 200 mg al giorno"),
+    ],
+)
+def test_the_coffee_question_opens_with_the_limit(services, question, opening):
+    ans = ask(services, question)
+    assert ans["reply"].startswith(opening), ans["reply"][:200]
+
+
+@pytest.mark.parametrize(
     "question",
     [
         # refused since session 11 (session 7's gate answered it: P 0.41 >= 0.34; relevance-gate-s11.md)
