@@ -818,10 +818,10 @@ class ComposeSettings(_Group):
         "(evaluation/results/replies.md).",
     )
     trained_types: list[Literal["how_much", "how_long", "when", "why", "what_to_do", "yes_no"]] = Field(
-        default=["how_long", "when", "why"],
+        default=["how_long", "when", "yes_no", "why"],
         description="Extractive, answer_scorer=cues: question types whose answer selection adds the trained "
-        "scorer's term (loads e5-onnx): those it gained on leave-one-set-out; how_much, what_to_do lost; yes_no "
-        "gained but opened the coffee question with a reassurance, not the 200 mg limit (replies-s12.md).",
+        "scorer's term (loads e5-onnx): those it gained on leave-one-set-out; how_much and what_to_do lost "
+        "(evaluation/results/replies-s12.md). Empty: cues alone.",
     )
     trained_head: Literal["public", "reply-sets"] = Field(
         default="reply-sets",

@@ -724,3 +724,23 @@ def test_the_language_of_the_reply_is_decided_without_the_model_term() -> None:
     italian = unit("it", {"cue": 3.0})
     out = by_language("why is it important?", [italian, english], "en")
     assert [(u.language, u.score, u.parts["language"]) for u in out] == [("it", 2.4, -0.6)]
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "unasked"),
+    [
+        # the patient did not say it happened: the conditional reassurance is not the answer
+        ("Is it safe to drink coffee when pregnant?", "If you have had more caffeine than recommended, relax.", True),
+        ("Posso bere caffè in gravidanza?", "Se hai bevuto più caffè del consigliato, non preoccuparti.", True),
+        # the patient says it happened: the same sentence answers
+        ("I had 4 coffees today, is that bad?", "If you have had more caffeine than recommended, relax.", False),
+        ("ho già bevuto tre caffè, è grave?", "Se hai bevuto più caffè del consigliato, non preoccuparti.", False),
+        # not a conditional opening
+        ("Is it safe to drink coffee when pregnant?", "Have no more than 200 mg of caffeine a day.", False),
+        ("Is it safe to drink coffee when pregnant?", "Coffee is fine if you have less than 200 mg.", False),
+    ],
+)
+def test_a_conditional_opening_the_question_does_not_state_is_unasked(question, text, unasked):
+    from chatbot.stages.answer_cues import unasked_condition
+
+    assert unasked_condition(question, text) is unasked

@@ -260,16 +260,16 @@ def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(m
     services = types.SimpleNamespace(settings=load_settings())
     model = answer_model_for(services, "cues", "it")
 
-    # the default: the types the reply-set head gained on, leave-one-set-out, but yes_no (replies-s12.md)
-    assert services.settings.compose.trained_types == ["how_long", "when", "why"]
+    # the default: the types the reply-set head gained on, leave-one-set-out (replies-s12.md)
+    assert services.settings.compose.trained_types == ["how_long", "when", "yes_no", "why"]
     assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
     assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []
     assert model("What should I do about heartburn?", ["Eat smaller meals."]) is None and loaded == []
     assert model("Why is caffeine a worry?", ["It crosses the placenta.", "Tea has some."]) == [0.25, 0.25]
     assert model("perché la caffeina fa male?", ["Attraversa la placenta."]) == [0.25]
     assert model("When is the anomaly scan?", ["It is at 20 weeks."]) == [0.25]
-    assert model("Is it safe to dye my hair?", ["Most hair dyes are fine."]) is None  # yes_no: the cues alone
-    assert loaded == ["e5-onnx"] * 3  # asked per question of those types (the services' cache keeps one instance)
+    assert model("Is it safe to dye my hair?", ["Most hair dyes are fine."]) == [0.25]
+    assert loaded == ["e5-onnx"] * 4  # asked per question of those types (the services' cache keeps one instance)
 
 
 def test_a_missing_trained_scorer_leaves_the_cues_to_answer_and_says_why() -> None:

@@ -90,6 +90,18 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# "If you have had more caffeine than recommended, the risk of harm is small": an answer for a patient who says it
+# happened; "Is it safe to drink coffee?" does not, and wants the rule (the 200 mg limit) first.
+_CONDITIONAL_OPENING = re.compile(r"^\W*(?:if you(?:'ve| have| had| did)|se (?:hai|sei|avete))\b", re.I)
+_STATED_EVENT = re.compile(r"\b(?:if|had|already|accidentally|se|gi[aà]|ho|avevo|per sbaglio)\b", re.I)
+
+
+def unasked_condition(question: str, text: str) -> bool:
+    """``text`` opens with a condition on what the patient did ("If you have had ...", "Se hai ...") that the
+    question does not state."""
+    return bool(_CONDITIONAL_OPENING.search(text)) and not _STATED_EVENT.search(question)
+
+
 def question_type(question: str) -> str:
     """The kind of answer a question asks for: how_much, how_long, when, why, what_to_do, or yes_no (a
     yes/no or evaluative question, answered by a rule or verdict: the default)."""

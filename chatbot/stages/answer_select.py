@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chatbot.stages.answer_cues import cue_score, heading_cue
+from chatbot.stages.answer_cues import cue_score, heading_cue, unasked_condition
 
 # -- scoring -------------------------------------------------------------------------------------------
 
@@ -142,7 +142,9 @@ def score_units(
             "lead": LEAD_BONUS if u.first == 0 else 0.0,
         }
         if u.model_score is not None and raw_model:
-            named = kind not in TRAINED_NAMED_ONLY or topic[u.doc_id] >= max(topic.values())
+            named = kind not in TRAINED_NAMED_ONLY or (
+                topic[u.doc_id] >= max(topic.values()) and not unasked_condition(question, u.text)
+            )
             parts["model"] = (W_TRAINED if trained_weight is None else trained_weight) * u.model_score if named else 0.0
         elif u.model_score is not None:
             parts["model"] = W_MODEL * ((u.model_score - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0)
