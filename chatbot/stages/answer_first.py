@@ -36,6 +36,13 @@ def _pieces(unit: Any, room: int | None) -> list[tuple[int, int, str, bool]]:
     return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in unit.items]
 
 
+def segment_pieces(segment: Any, room: int | None) -> list[tuple[int, int, str, bool]]:
+    """(first, last, text, is_list) of every piece the composer may offer from ``segment`` at ``room`` characters:
+    its units and, for a list longer than the room, the list's pieces (``_pieces``)."""
+    units = segment_units(split_sentences(segment.text), 0, segment.heading, keep_short=True)
+    return [piece for unit in units for piece in _pieces(unit, room)]
+
+
 def answer_candidates(
     hits: Sequence[Hit],
     use: Sequence[Hit],
@@ -64,26 +71,25 @@ def answer_candidates(
         segments += [(s, False) for s in extra]
     units: list[Candidate] = []
     for seg, retrieved in segments:
-        for unit in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
-            for first, last, text, is_list in _pieces(unit, room):
-                if exclude is not None and exclude(text):
-                    continue
-                units.append(
-                    Candidate(
-                        text=text,
-                        doc_id=seg.doc_id,
-                        segment_id=seg.id,
-                        doc_rank=doc_rank.get(seg.doc_id, len(doc_rank)),
-                        position=seg.position,
-                        first=first,
-                        last=last,
-                        heading=seg.heading,
-                        title=seg.title,
-                        retrieved=retrieved,
-                        is_list=is_list,
-                        language=seg.language or "",
-                    )
+        for first, last, text, is_list in segment_pieces(seg, room):
+            if exclude is not None and exclude(text):
+                continue
+            units.append(
+                Candidate(
+                    text=text,
+                    doc_id=seg.doc_id,
+                    segment_id=seg.id,
+                    doc_rank=doc_rank.get(seg.doc_id, len(doc_rank)),
+                    position=seg.position,
+                    first=first,
+                    last=last,
+                    heading=seg.heading,
+                    title=seg.title,
+                    retrieved=retrieved,
+                    is_list=is_list,
+                    language=seg.language or "",
                 )
+            )
     return units, extra
 
 
@@ -281,11 +287,7 @@ def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel
 def unit_texts(segments: Sequence[Any], room: int) -> list[str]:
     """Every text the answer-first composer can hand its model for these segments at ``room`` characters
     (``answer_candidates``: a segment's units and, for a list longer than the room, its pieces), once each."""
-    texts = []
-    for seg in segments:
-        for unit in segment_units(split_sentences(seg.text), 0, seg.heading, keep_short=True):
-            texts += [text for _first, _last, text, _is_list in _pieces(unit, room)]
-    return list(dict.fromkeys(texts))
+    return list(dict.fromkeys(text for seg in segments for _first, _last, text, _is_list in segment_pieces(seg, room)))
 
 
 def warm_answer_units(services: Any) -> dict[str, Any] | None:
