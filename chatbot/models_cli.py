@@ -94,6 +94,22 @@ def _e5_entry(e5: Path, results: Path) -> dict[str, Any]:
     return entry
 
 
+def _model_entry(name: str, directory: Path, weights: str, source: str) -> dict[str, Any]:
+    """A shipped model folder's row: its size, the sha256 of its weights file and the metrics of its card."""
+    from chatbot.onnx_files import file_sha256
+
+    return {
+        "name": name,
+        "path": str(directory),
+        "bytes": _dir_size(directory),
+        "weights": weights,
+        "sha256": file_sha256(directory / weights),
+        "source": source,
+        "card": str(directory / "README.md"),
+        "metrics": card_metrics(directory / "README.md"),
+    }
+
+
 def list_models() -> list[dict[str, Any]]:
     """The reranker in models/, the rebuilt e5 in the cache (if built), and the packaged encoders."""
     from chatbot.e5_build import BUILD_FILE, default_out_dir
@@ -125,47 +141,20 @@ def list_models() -> list[dict[str, Any]]:
         )
     ce5 = rr.parent / "reranker-e5"
     if (ce5 / "onnx" / "model_qint8.onnx").is_file():
-        out.append(
-            {
-                "name": f"reranker-e5 (bilingual cross-encoder, e5-small L6; rerank.language_models="
-                f"{settings.rerank.language_models})",
-                "path": str(ce5),
-                "bytes": _dir_size(ce5),
-                "weights": "onnx/model_qint8.onnx",
-                "sha256": file_sha256(ce5 / "onnx" / "model_qint8.onnx"),
-                "source": "multilingual-e5-small layers 0-5 (our rebuild), trained by chatbot/training/reranker_gpu.py",
-                "card": str(ce5 / "README.md"),
-                "metrics": card_metrics(ce5 / "README.md"),
-            }
-        )
+        languages = settings.rerank.language_models
+        name = f"reranker-e5 (bilingual cross-encoder, e5-small L6; rerank.language_models={languages})"
+        source = "multilingual-e5-small layers 0-5 (our rebuild), trained by chatbot/training/reranker_gpu.py"
+        out.append(_model_entry(name, ce5, "onnx/model_qint8.onnx", source))
     qa = shipped_model("query_adapter")
     if (qa / "adapter.npz").is_file():
-        out.append(
-            {
-                "name": f"query adapter over e5-onnx (embedding.query_adapter={settings.embedding.query_adapter})",
-                "path": str(qa),
-                "bytes": _dir_size(qa),
-                "weights": "adapter.npz",
-                "sha256": file_sha256(qa / "adapter.npz"),
-                "source": "trained by `python -m chatbot.training.query_adapter` on train-split questions",
-                "card": str(qa / "README.md"),
-                "metrics": card_metrics(qa / "README.md"),
-            }
-        )
+        name = f"query adapter over e5-onnx (embedding.query_adapter={settings.embedding.query_adapter})"
+        source = "trained by `python -m chatbot.training.query_adapter` on train-split questions"
+        out.append(_model_entry(name, qa, "adapter.npz", source))
     qe = shipped_model("query_encoder")
     if (qe / "layers.safetensors").is_file():
-        out.append(
-            {
-                "name": f"tuned e5 query encoder (embedding.query_encoder={settings.embedding.query_encoder})",
-                "path": str(qe),
-                "bytes": _dir_size(qe),
-                "weights": "layers.safetensors",
-                "sha256": file_sha256(qe / "layers.safetensors"),
-                "source": "e5-small layers 8-11 (our rebuild) tuned by chatbot/training/query_encoder.py",
-                "card": str(qe / "README.md"),
-                "metrics": card_metrics(qe / "README.md"),
-            }
-        )
+        name = f"tuned e5 query encoder (embedding.query_encoder={settings.embedding.query_encoder})"
+        source = "e5-small layers 8-11 (our rebuild) tuned by chatbot/training/query_encoder.py"
+        out.append(_model_entry(name, qe, "layers.safetensors", source))
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
     configured = settings.embedding.e5_dir
