@@ -120,7 +120,11 @@ TERMINATOR = re.compile(
     r"can|could|should|come|cosa|quali|quale|perch[ée]|quando|dove)\b)"
     # a question opening right after the excluded words, without a comma: "a parte il fumo cos'altro posso fare"
     r"|(?P<qw>\s+)(?=(?:what|how|why|is\s+there|are\s+there|cos'altro|che\s+cosa|cosa|perch[ée]|quali|quale|"
-    r"dove|where)\s+\w)",
+    r"dove|where)\s+\w"
+    # … or a yes/no question: "besides X and Y do I need Z", "oltre al ferro devo prendere anche il calcio"
+    r"|(?:do|does|did|should|can|could|would|will|am|is|are)\s+(?:i|we|you|she|he|they|my|our)\s"
+    r"|(?:devo|dovrei|posso|potrei|possiamo|dobbiamo|bisogna|conviene|serve|servono|mi\s+serve|mi\s+servono|"
+    r"è\s+normale|ci\s+sono|c'è)\s)",
     re.IGNORECASE,
 )
 # A relative clause right after a leading exclusion's comma describes the excluded thing ("which I already do")
@@ -137,7 +141,8 @@ LEADING_FILLER = re.compile(
 )
 TRIVIAL = {
     "this", "that", "these", "those", "it", "them", "this one", "that one", "questo", "questa", "questi",
-    "queste", "quello", "quella", "ciò", "cio", "lui", "lei", "loro", "esso", "essa",
+    "queste", "quello", "quella", "ciò", "cio", "lui", "lei", "loro", "esso", "essa", "tutto", "everything",
+    "all", "all that", "all this", "tutto questo", "tutto ciò",
 }  # fmt: skip
 STOPWORDS = {
     "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "was", "were", "be", "can", "could",
@@ -148,16 +153,39 @@ STOPWORDS = {
 }  # fmt: skip
 
 
+# Lists (``detect._split_list``): a leading article or preposition, and the Italian preposition of a list item
+DET_OR_PREP = re.compile(
+    r"^(?:(?:the|a|an|my|il|lo|la|i|gli|le|un|una|uno|al|allo|alla|ai|agli|alle|del|dello|della|dei|degli|"
+    r"delle)\s+|(?:l|un|all|dell)'\s*)",
+    re.IGNORECASE,
+)
+PREP_IT_LIST = re.compile(r"^(?:(?:al|allo|alla|ai|agli|alle)\s+|all'\s*)", re.IGNORECASE)
+# substitutes ("instead of X for Y"): X ends before a purpose or a time that belongs to the question
+SUBSTITUTE = re.compile(
+    r"\s*(?:instead|rather|in\s+place|invece|anzich|piuttosto|al\s+posto|in\s+alternativa)", re.IGNORECASE
+)
+SUBSTITUTE_END = re.compile(r"\s(?=(?:for|to|while|during|when|per|durante|mentre|quando)\s)", re.IGNORECASE)
+# the cues of analytical requests ("excluding", "without mentioning"): their lists keep the strict split
+DISCOURSE_CUE = re.compile(
+    r"exclu|mention|refer|discuss|consider|includ|cover|focus|talk|count|escl|parla|menzion|cita|riferiment|"
+    r"tratta|nomina|contare|evitando",
+    re.IGNORECASE,
+)
+
+
 _IT_CUE_WORDS = {
     "tranne", "eccetto", "salvo", "fuorché", "fuorche", "escluso", "esclusa", "esclusi", "escluse", "escludendo",
     "ad", "a", "con", "all'infuori", "al", "oltre", "diverso", "diversa", "diversi", "diverse", "invece",
     "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma", "niente", "altro", "che",
-    "fatta", "eccezion",
+    "fatta", "eccezion", "ho", "abbiamo", "già", "gia", "sono", "siamo", "li", "lo", "la", "le", "l'ho",
+    "io", "provato", "tolto", "eliminato", "smesso",
 }  # fmt: skip
 
 
 def cue_language(cue_text: str) -> str:
     if cue_text == "non … ma":
+        return "it"
+    if cue_text.startswith("in alternativa"):
         return "it"
     words = cue_text.replace(",", " ").split()
     return "it" if words and words[0] in _IT_CUE_WORDS else "en"

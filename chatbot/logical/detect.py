@@ -24,6 +24,10 @@ Patients' phrasings that exclude only in some sentences ("without/senza X" after
 when X is a treatment, "that are not X"/"che non siano X", "no X please"/"niente X", "anything but X",
 "altro che X") are accepted under the guards of ``chatbot.logical.patient_cues``.
 Also Italian: fatta eccezione per, eccezion fatta per, invece che. "please"/"per favore" end an exclusion.
+Exclusions a patient states as context before asking ("I already tried X, …", "X doesn't work for me, …", "I'm
+allergic to X, …", "not asking about X, …", "X l'ho già provato, …", "che non sia X, …") are cut whole, as
+``chatbot.logical.context_cues`` finds them. A yes/no question also ends a leading exclusion ("besides X do I
+need Y"), and a patient's list of short items is split ("other than alcohol and caffeine").
 """
 
 from __future__ import annotations
@@ -31,10 +35,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chatbot.logical.context_cues import stated_exclusions
 from chatbot.logical.cues import (
     ABBREVIATIONS,
     BEYOND_RE,
     CUE_RE,
+    DET_OR_PREP,
+    DISCOURSE_CUE,
     IMPERATIVE,
     LEADING_FILLER,
     LETTER_MARKER,
@@ -42,14 +49,17 @@ from chatbot.logical.cues import (
     NOT_BUT_IT,
     OTHER_RE,
     PLAIN_WITHOUT_RE,
+    PREP_IT_LIST,
     RELATIVE_AFTER_COMMA,
     SENTINEL,
     STOPWORDS,
+    SUBSTITUTE,
+    SUBSTITUTE_END,
     TERMINATOR,
     TRIVIAL,
     cue_language,
 )
-from chatbot.logical.patient_cues import guarded_cues, strip_plea
+from chatbot.logical.patient_cues import guarded_cues, noun_phrase, strip_plea
 from chatbot.logical.query import And, Node, Not, Term, to_string
 
 
@@ -105,8 +115,10 @@ def _is_title_case(text: str) -> bool:
     return bool(words) and all(w[0].isupper() for w in words)
 
 
-def _split_list(text: str) -> list[str]:
-    """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word."""
+def _split_list(text: str, cue: str = "") -> list[str]:
+    """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word.
+    After a patient's cue (not a discourse cue such as "excluding", "without mentioning"), short items are a list
+    even when one is a bare common word ("alcohol and caffeine", "la nausea e l'anemia")."""
     twice = re.split(r"\s+(?:and|or|e|o)\s+(?:without|senza)\s+|\s+n[eé]\s+", text)
     if len(twice) > 1 and all(p.strip() for p in twice):
         return [p.strip() for p in twice]  # "senza carne e senza fegato", "né la pillola né il preservativo"
@@ -117,6 +129,12 @@ def _split_list(text: str) -> list[str]:
     parts = [p.strip() for p in re.split(r",\s*(?:and|or|e|o|nor)\s+|,\s*|\s+(?:and|or|e|o|nor)\s+", text) if p.strip()]
     if len(parts) < 2:
         return [text]
+    if re.search(r"'s?\b", parts[-1]) and len(parts[0].split()) == 1:
+        return [text]  # "Heathcliff and Catherine's relationship": one shared head
+    if cue and not DISCOURSE_CUE.search(cue) and all(len(DET_OR_PREP.sub("", p).split()) <= 2 for p in parts):
+        # a patient's list of short items ("alcohol and caffeine", "la nausea e l'anemia", "red meat and liver");
+        # an item's Italian preposition goes with the list, not the item ("oltre al ritardo e alla nausea")
+        return [PREP_IT_LIST.sub("", p) if i else p for i, p in enumerate(parts)]
     for p in parts:
         words = p.split()
         if len(words) == 1 and not words[0][0].isupper():
@@ -210,7 +228,7 @@ def analyse(question: str) -> Detection | None:
         neg = _clean_term(inner[cue.end() :])
         if not neg:
             return m.group(0)
-        negatives.extend(_split_list(neg))
+        negatives.extend(_split_list(neg, cue.group(0)))
         cues.append(cue.group(0).lower())
         return SENTINEL
 
@@ -218,13 +236,23 @@ def analyse(question: str) -> Detection | None:
 
     # 2. "not X but Y" / "non X ma Y": X is excluded, Y stays in the positive text
     for rx in (NOT_BUT_EN, NOT_BUT_IT):
-        while (m := rx.search(text)) is not None:
+        at = 0
+        while (m := rx.search(text, at)) is not None:
             neg = _clean_term(m.group("neg"))
             if not neg:
                 break
-            negatives.extend(_split_list(neg))
+            if not noun_phrase(neg, 0):  # "not too bad, but …", "Not today, but …": nothing is excluded
+                at = m.end()
+                continue
+            negatives.extend(_split_list(neg, "not"))
             cues.append("not … but" if rx is NOT_BUT_EN else "non … ma")
             text = text[: m.start()] + text[m.end() :]
+
+    # 2b. exclusions stated as context before the question: "I already tried X, …", "X doesn't work, …"
+    for start, end, neg, cue in reversed(stated_exclusions(text)):
+        negatives[:0] = _split_list(_clean_term(neg), cue)
+        cues.insert(0, cue)
+        text = text[:start] + " " + text[end:]
 
     # 3. inline and leading cues, earliest first
     found: list[_Found] = []
@@ -255,6 +283,8 @@ def analyse(question: str) -> Detection | None:
                 pos = end
                 continue
         neg_end, cut_end, quote = _find_end(text, cue_end)
+        if SUBSTITUTE.match(cue_text) and (sub := SUBSTITUTE_END.search(text, cue_end, neg_end)):
+            neg_end = cut_end = sub.start()  # "al posto del ciuccio per calmare il neonato": the purpose is asked
         found.append(_Found(start, cut_end, text[cue_end:neg_end] + quote, cue_text))
         pos = max(cut_end, cue_end)
 
@@ -264,7 +294,7 @@ def analyse(question: str) -> Detection | None:
         neg = _clean_term(f.negative)
         if not neg or neg.lower() in TRIVIAL:
             continue
-        negatives.extend(_split_list(neg))
+        negatives.extend(_split_list(neg, f.cue))
         cues.append(" ".join(f.cue.lower().split()))
         pieces.append(text[last : f.start])
         last = f.end
@@ -310,7 +340,7 @@ def _clean_positive(text: str) -> str:
     text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*([?.!]*)$", r"\1", text, flags=re.IGNORECASE)
     text = re.sub(r"([?.!])\s*[,;]\s*", r"\1 ", text)
     text = re.sub(r"\(\s*\)", "", text)
-    text = re.sub(r"^(?:so|then|quindi|allora)\s+(?=\w)", "", text.strip(" ,;:-–—"), flags=re.IGNORECASE)
+    text = re.sub(r"^(?:(?:so|then|but|and|quindi|allora|ma|e)\s+)+(?=\w)", "", text.strip(" ,;:-–—"), flags=re.I)
     return strip_plea(text.strip(" ,;:")).rstrip("?.!").strip()
 
 

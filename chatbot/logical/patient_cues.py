@@ -63,7 +63,7 @@ MEDICINE_WORDS = (
     r"acetaminophen|aspirin|antidepressants?|farmac[oi]|medicin[ae]|medicinali|antibiotic[oi]|antidolorific[oi]|"
     r"pillol[ae]|compress[ae]|ibuprofene|paracetamolo|aspirina"
 )
-_TREATMENT = re.compile(
+TREATMENT = re.compile(
     r"(?:(?:the|a|an|any|il|lo|la|i|gli|le|l'|un|una|uno|un'|dei|degli|delle|del|della)\s+)?"
     rf"(?:{MEDICINE_WORDS}|pain\s+killers?|opioids?|"
     r"steroids?|surgery|an?\s+operation|operations?|injections?|shots?|hormones?|hrt|statins?|insulin|"
@@ -74,7 +74,7 @@ _TREATMENT = re.compile(
     r"antistaminic[oi]|antihistamines?)\b",
     re.IGNORECASE,
 )
-_NOT_A_NOUN = re.compile(
+NOT_A_NOUN = re.compile(
     r"(?:too|very|so|as|that|quite|really|always|only|just|yet|much|enough|even|necessarily|recommended|"
     r"allowed|safe|unsafe|good|bad|healthy|harmful|dangerous|normal|serious|severe|painful|natural|expensive|"
     r"cheap|available|possible|impossible|certain|sure|effective|spicy|sweet|hot|cold|fine|ok|okay|"
@@ -85,6 +85,8 @@ _NOT_A_NOUN = re.compile(
     r"again|here|there|problems?|concerns?|issues?|worry|risks?|danger|deal|idea|option|choice|problem[ai]|"
     r"rischi[oi]?|pericol[oi]|alt[oaie]|bass[oaie]|fort[ei]|legger[oaie]|"
     r"invasiv[oaie]|fare|dare|stare|avere|essere|dire|andare|incinta|pregnant|"
+    r"when|while|if|because|before|after|until|unless|during|quando|mentre|se|perch[eé]|durante|finch[eé]|"
+    r"lot|lots|bit|little|few|big|huge|"
     r"\w{2,}(?:ing|ous|ful|less|able|ible|osi|oso|osa|ivo|iva|ivi|ati|iti|uti|abile|abili|ibile|ibili)|"
     r"\w{3,}(?:ed|ly|are|ere|ire))\b",
     re.IGNORECASE,
@@ -98,7 +100,7 @@ _WITHOUT_VERB = re.compile(
     r"\b(?:without|senza)\s+(?=(?:breastfeeding|breast-feeding|allattare|allattarlo|allattarla)\b)|"
     r"\bif\s+(?:i'?m|im|i\s+am|she'?s|she\s+is)\s+not\s+(?=(?:breastfeeding|breast-feeding)\b)|"
     r"\b(?:without|senza)\s+(?:taking|using|eating|drinking|having\s+to\s+take|relying\s+on|living\s+on|"
-    r"resorting\s+to|going\s+on|prendere|assumere|usare|utilizzare|bere|mangiare|ricorrere\s+(?:a|al|alla|ai|"
+    r"resorting\s+to|going\s+on|buying|comprare|prendere|assumere|usare|utilizzare|bere|mangiare|ricorrere\s+(?:a|al|alla|ai|"
     r"agli|alle|all')|riempirmi\s+di|imbottirmi\s+di)\s+(?:(?:any|more|alcun[oa]?)\s+)?",
     re.IGNORECASE,
 )
@@ -150,6 +152,19 @@ _NO = re.compile(
 )
 _BUT = re.compile(r"\b(?:anything|everything|all)\s+but\s+", re.IGNORECASE)
 _ALTRO_CHE = re.compile(r"(?<!\w)(?<!l')(?<!un')(?<!ll')(?<!st')\baltro\s+che\s+(?!non\b)", re.IGNORECASE)
+# substitutes and additions ("al posto del ciuccio", "in addition to folic acid", "al di là della nausea"): only in
+# a sentence that asks ("?" or a question word), so "ho preso le compresse al posto delle vitamine" is a statement
+_ASKED_ALTERNATIVE = re.compile(
+    r"\b(?:al\s+posto\s+(?:di|del|dello|della|dei|degli|delle|dell')|in\s+alternativa\s+(?:a|ad|al|allo|alla|ai|"
+    r"agli|alle|all')|al\s+di\s+l[àa]\s+(?:di|del|dello|della|dei|degli|delle|dell')|in\s+place\s+of|"
+    r"in\s+addition\s+to)(?:(?<=')|(?!\w))",
+    re.IGNORECASE,
+)
+_SENTENCE_ASKS = re.compile(
+    r"\?|^\s*(?:what|how|which|where|why|when|can|could|should|do|does|is|are|any|cosa|che|come|quali?|dove|"
+    r"perch[eé]|quando|posso|devo|si\s+pu[òo]|ci\s+sono|c'è)\b|\b(?:what|how|which|cosa|come|quali?|quale)\s",
+    re.IGNORECASE,
+)
 _PHRASE_END = re.compile(r"[,;:?!.()]|\s+(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b", re.IGNORECASE)
 
 
@@ -175,38 +190,38 @@ def _phrase(text: str, start: int) -> str:
 _DETERMINER = re.compile(r"(?:the|a|an|il|lo|la|i|gli|le|l'|un|una|uno|un')", re.IGNORECASE)
 
 
-def _noun_phrase(text: str, start: int) -> bool:
+def noun_phrase(text: str, start: int) -> bool:
     """True when the words from ``start`` open a noun phrase: neither the first word nor, after an article,
     the second is an adjective, participle, adverb, number or judgement ("a problem", "un rischio")."""
     words = re.findall(r"\w+'|[\w]+", text[start : start + 80])[:2]
-    if not words or _NOT_A_NOUN.fullmatch(words[0]):
+    if not words or NOT_A_NOUN.fullmatch(words[0]):
         return False
-    return not (_DETERMINER.fullmatch(words[0]) and len(words) > 1 and _NOT_A_NOUN.fullmatch(words[1]))
+    return not (_DETERMINER.fullmatch(words[0]) and len(words) > 1 and NOT_A_NOUN.fullmatch(words[1]))
 
 
 def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
     """Every guarded cue in ``text`` from ``pos`` on that passes its guard, as (start, end, cue)."""
     out: list[tuple[int, int, str]] = []
     for m in _WITHOUT.finditer(text, pos):
-        if _REQUEST.search(_sentence(text, m.start())) and _TREATMENT.match(text, m.end()):
+        if _REQUEST.search(_sentence(text, m.start())) and TREATMENT.match(text, m.end()):
             out.append((m.start(), m.end(), m.group(0).split()[0]))
     for m in _WITHOUT_VERB.finditer(text, pos):
         before = _sentence(text, m.start())
         sentence = before + _phrase_rest(text, m.end())
         asked = _REQUEST.search(sentence) or _HOW_REQUEST.search(sentence) or _ASKING.match(before)
         if asked and not _ATTRIBUTE.match(text, m.end()):
-            if _noun_phrase(text, m.end()) or re.match(r"breast|allatt", text[m.end() :], re.I):
+            if noun_phrase(text, m.end()) or re.match(r"breast|allatt", text[m.end() :], re.I):
                 cue = m.group(0).split()[0].lower()
                 out.append((m.start(), m.end(), " ".join(m.group(0).lower().split()) if cue == "if" else cue))
     for m in _WITHOUT.finditer(text, pos):
         before = _sentence(text, m.start())
-        if _WITHOUT_VERB.match(text, m.start()) or (_TREATMENT.match(text, m.end()) and _REQUEST.search(before)):
+        if _WITHOUT_VERB.match(text, m.start()) or (TREATMENT.match(text, m.end()) and _REQUEST.search(before)):
             continue  # found above
         prior = text[: m.start()]
         hedged = _HEDGE.fullmatch(before) and (
             _HOW_REQUEST.search(prior) or _REQUEST.search(prior)
         )  # "…? If possible without X"
-        if (_HOW_REQUEST.search(before) or hedged) and _noun_phrase(text, m.end()):
+        if (_HOW_REQUEST.search(before) or hedged) and noun_phrase(text, m.end()):
             if not _ATTRIBUTE.match(text, m.end()):
                 start = m.start() - len(before.lstrip()) if hedged else m.start()  # the hedge goes with the cue
                 out.append((start, m.end(), m.group(0).split()[0].lower()))
@@ -214,22 +229,22 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
         after = text[m.end() :]
         dash = re.search(r"\s[-–—]\s|\s(?=(?:what|why|how|where|which|cos'altro|che\s+altro|cosa)\b)", after, re.I)
         end = min(len(_phrase(text, m.end())), dash.start() if dash else len(after))
-        treatment = _TREATMENT.match(text, m.end())
+        treatment = TREATMENT.match(text, m.end())
         if (
             end
             and _ELSE.search(after, end)
-            and (treatment or _noun_phrase(text, m.end()))
+            and (treatment or noun_phrase(text, m.end()))
             and not _ATTRIBUTE.match(after)
         ):
             out.append((m.start(), m.end(), " ".join(m.group("cue").lower().split())))
     for m in _RELATIVE_NOT.finditer(text, pos):
         before = _sentence(text, m.start())
         asked = _REQUEST.search(before) or _QUESTION_OPEN.match(before)
-        if asked and (_noun_phrase(text, m.end()) or _TREATMENT.match(text, m.end())):
+        if asked and (noun_phrase(text, m.end()) or TREATMENT.match(text, m.end())):
             out.append((m.start(), m.end(), " ".join(m.group(0).split())))
     for m in _NO.finditer(text, pos):
         phrase = _phrase(text, m.end())
-        if not phrase or len(phrase.split()) > 4 or not _noun_phrase(text, m.end()):
+        if not phrase or len(phrase.split()) > 4 or not noun_phrase(text, m.end()):
             continue
         after = text[m.end() + len(phrase) :]
         plea = (
@@ -237,15 +252,19 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
             or "favore" in m.group(0).lower()
             or re.match(r"\s*,?\s*" + _PLEA_AFTER, after, re.I)
         )
-        treatment = _REQUEST.search(_sentence(text, m.start())) and _TREATMENT.match(text, m.end())
+        treatment = _REQUEST.search(_sentence(text, m.start())) and TREATMENT.match(text, m.end())
         if plea or (treatment and m.group("cue").lower() != "not"):  # "not X" only with a plea
             out.append((m.start(), m.end(), m.group("cue").lower()))
     for m in _BUT.finditer(text, pos):
-        if _noun_phrase(text, m.end()):
+        if noun_phrase(text, m.end()):
             out.append((m.start(), m.end(), " ".join(m.group(0).split()).lower()))
+    for m in _ASKED_ALTERNATIVE.finditer(text, pos):
+        end = re.compile(r"[?!]|\.(?=\s|$)").search(text, m.start())
+        if _SENTENCE_ASKS.search(_sentence(text, m.start()) + text[m.start() : end.end() if end else len(text)]):
+            out.append((m.start(), m.end(), " ".join(m.group(0).lower().split())))
     for m in _ALTRO_CHE.finditer(text, pos):
         before = _sentence(text, m.start()).lower()
-        if not re.search(r"(?:niente|nient'|\bnon\b).*$", before) and _noun_phrase(text, m.end()):
+        if not re.search(r"(?:niente|nient'|\bnon\b).*$", before) and noun_phrase(text, m.end()):
             out.append((m.start(), m.end(), "altro che"))
     return out
 

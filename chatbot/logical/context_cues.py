@@ -1,0 +1,242 @@
+"""Exclusions a patient states as context before asking (English and Italian), found by ``detect``.
+
+Patients often say what they have ruled out in a clause of its own, then ask: "I already tried ginger, what
+else helps?", "Ginger doesn't work for me, what can I take?", "I'm allergic to penicillin, which antibiotics
+are safe?", "not asking about feeding, how often should a newborn poo?", "it's not colic, but what could it be?",
+"Lo zenzero l'ho già provato, cosa posso fare?", "Sono allergica alla penicillina, quale antibiotico …?",
+"che non sia il reflusso, perché piange?". The excluded thing X stands after the cue (``_BEFORE_X``) or before
+it ("X doesn't work", "X li ho già tolti": ``_AFTER_X``); the whole clause is cut from the positive part.
+
+Every pattern opens a clause, X must be a noun phrase (not an adjective, adverb, pronoun or verb: "not sure",
+"it's not serious", "I can't take it anymore", "Non posso prendere ferie" stay unrouted; "can't take" and "non
+posso prendere" need a treatment), and the question left after the cut must ask something ("?" or a question
+word) with at least two content words. "tried"/"quit"/"già tolto" need "already"/"già" or an "else/other/not
+that" after them; "allergic to" is first person only ("My baby is allergic to milk" asks about the allergy).
+"""
+
+from __future__ import annotations
+
+import re
+
+from chatbot.logical.cues import STOPWORDS
+from chatbot.logical.patient_cues import NOT_A_NOUN, TREATMENT
+
+# a clause opens: at the text's start, after punctuation or a dash, or with so/and/but/quindi/ma/e (cut with it)
+_CLAUSE = (
+    r"(?:(?<=^)|(?<=[,;:.?!]\s)|(?<=[,;:(])|(?<=\s[-–—]\s)|(?<=\s)(?=(?:so|and|but|quindi|allora|ma|e)\s))"
+    r"(?:(?:so|and|but|quindi|allora|ma|e)\s+)?"
+)
+# longest first, each ending at a word boundary or right after an elided article ("dell'", "all'")
+_PREP_IT = (
+    r"(?:(?:dell'|all'|sull')|(?:dello|della|degli|delle|allo|alla|agli|alle|sulla|del|dei|di|al|ai|a|per|sul|su)\s+)"
+)
+_ALREADY = r"(?:already|già|gia)"
+
+# (pattern ending where X begins, language, what X must be: "np" noun phrase, "treatment", "np-ing" a noun
+# phrase or a gerund, and which extra sign is needed: "" none, "already" (already/già in the match or right
+# after X, or else/other/not that later))
+_BEFORE_X: list[tuple[str, str, str, str]] = [
+    # ruled-out topics: "not asking about X", "I'm not worried about X", "not about X", "not the X"
+    (
+        r"(?:(?:i'?m|im|i\s+am|we'?re|we\s+are)\s+)?not\s+(?:asking|talking|worried|concerned|bothered|"
+        r"interested|wondering|enquiring|inquiring|on\s+about)\s+(?:about|in|with|re)\s+",
+        "en",
+        "np-ing",
+        "",
+    ),
+    (r"not\s+(?:about|regarding|re:?)\s+", "en", "np-ing", ""),
+    (r"not\s+(?:(?:the|a|an)\s+(?=\w)|(?=(?:that|this|those|these|any)\s))", "en", "np", ""),
+    (r"not\s+(?=\S)", "en", "treatment", ""),
+    (r"(?:it'?s|its|it\s+is|it\s+isn'?t|that'?s|that\s+is|they'?re|they\s+are)\s+not\s+", "en", "np", ""),
+    # tried / gave up / allergic / can't take
+    (
+        r"(?:(?:i'?ve|i\s+have|we'?ve|we\s+have|i|we)\s+)?(?:already\s+)?(?:tried|tested)\s+(?:out\s+)?",
+        "en",
+        "np",
+        "already",
+    ),
+    (
+        r"(?:(?:i'?ve|i\s+have|we'?ve|we\s+have|i|we)\s+)?(?:already\s+)?(?:quit|stopped|given\s+up|gave\s+up|"
+        r"cut\s+out|cut\s+down\s+on)\s+",
+        "en",
+        "np-ing",
+        "already",
+    ),
+    (r"(?:i'?m|im|i\s+am)\s+(?:allergic|intolerant)\s+to\s+", "en", "np", ""),
+    (
+        r"(?:i|we)\s+(?:can'?t|cannot|can\s+not|shouldn'?t|am\s+not\s+allowed\s+to)\s+(?:take|have|use)\s+",
+        "en",
+        "treatment",
+        "",
+    ),
+    # Italian
+    (
+        r"non\s+(?:ti\s+|vi\s+)?(?:chiedo|sto\s+chiedendo|parlo|sto\s+parlando|mi\s+riferisco|intendo)\s+"
+        rf"{_PREP_IT}?",
+        "it",
+        "np",
+        "",
+    ),
+    (r"non\s+mi\s+(?:preoccupa|preoccupano|interessa|interessano)\s+", "it", "np", ""),
+    (rf"non\s+sono\s+preoccupat[oa]\s+{_PREP_IT}", "it", "np-ing", ""),
+    (r"che\s+non\s+(?:sia|siano)\s+", "it", "np", ""),
+    (
+        r"(?:(?:io\s+)?(?:ho|abbiamo)\s+)?(?:già\s+|gia\s+)?(?:provato|provata|provati|provate)\s+(?:già\s+|gia\s+)?",
+        "it",
+        "np",
+        "already",
+    ),
+    (
+        r"(?:(?:io\s+)?(?:ho|abbiamo)\s+)?(?:già\s+|gia\s+)?(?:tolto|eliminato|smesso\s+(?:con|di\s+\w+))\s+"
+        r"(?:già\s+|gia\s+)?",
+        "it",
+        "np",
+        "already",
+    ),
+    (rf"(?:sono|siamo)\s+(?:allergic[oaie]|intollerant[ei])\s+{_PREP_IT}", "it", "np", ""),
+    (r"non\s+(?:posso|possiamo|devo)\s+(?:prendere|assumere|usare)\s+", "it", "treatment", ""),
+]
+_AFTER_X: list[tuple[str, str, str]] = [
+    (
+        r"(?:doesn'?t|does\s+not|didn'?t|did\s+not|don'?t|do\s+not|hasn'?t|has\s+not|haven'?t|have\s+not|"
+        r"isn'?t|is\s+not|aren'?t|are\s+not|wasn'?t|weren'?t)\s+(?:work|worked|working|help|helped|helping|"
+        r"do\s+anything|do\s+much|doing\s+anything|agree\s+with\s+me|suit\s+me)"
+        r"(?:\s+(?:for\s+(?:me|her|him|us|them)|anymore|any\s+more|at\s+all|either))*",
+        "en",
+        "",
+    ),
+    (r"(?:i'?ve|i\s+have|we'?ve)\s+already\s+(?:tried|done|had|cut\s+out|stopped)", "en", ""),
+    (
+        r"non\s+(?:mi\s+|le\s+|gli\s+|ci\s+)?(?:fa|fanno|ha\s+fatto|hanno\s+fatto)\s+(?:niente|nulla|effetto)|"
+        r"non\s+(?:mi\s+|le\s+|gli\s+|ci\s+)?(?:funziona|funzionano|ha\s+funzionato|hanno\s+funzionato|aiuta|"
+        r"aiutano|ha\s+aiutato|hanno\s+aiutato)",
+        "it",
+        "",
+    ),
+    (
+        r"(?:l'\s*|lo\s+|la\s+|li\s+|le\s+)(?:ho|abbiamo)\s+(?:già|gia)\s+(?:provat|tolt|eliminat|fatt|pres|usat)[oaie]",
+        "it",
+        "",
+    ),
+]
+_BEFORE_RE = [(re.compile(_CLAUSE + rf"(?P<cue>{p})", re.I), lang, kind, need) for p, lang, kind, need in _BEFORE_X]
+_AFTER_RE = [
+    (
+        re.compile(
+            _CLAUSE
+            + rf"(?P<x>[^,;:.?!()]{{2,60}}?)\s+(?P<cue>{p})"
+            + r"(?=\s*(?:[,;:.?!()]|\s[-–—]\s|$|\s(?:and|but|so|e|ma|quindi)\s))",
+            re.I,
+        ),
+        lang,
+        need,
+    )
+    for p, lang, need in _AFTER_X
+]
+# Where X ends: punctuation, a dash, a conjunction, "already", or a question opening without a comma
+_X_END = re.compile(
+    r"\s*(?:[,;:?!()]|\.(?=\s|$)|\s[-–—]\s)|\s+(?:and|but|so|because|as|e|ma|quindi|perch[eé]|perche|"
+    r"already|già|gia|either|anymore|thing|things|stuff|bit|roba)\b|\s+(?=(?:what|how|why|where|when|which|"
+    r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)",
+    re.I,
+)
+_QUESTION = re.compile(
+    r"\?|(?:^|[,;:.!–—-]\s*|\b(?:and|but|so|ma|e)\s+)\s*(?:what|how|why|where|when|which|who|is|are|do|does|did|can|could|should|would|will|any|cosa|"
+    r"che|come|perch[eé]|perche|quali|quale|quanto|quanta|quanti|quante|dove|quando|chi|devo|posso|è|e'|ci\s+sono|"
+    r"serve|servono)\b",
+    re.I,
+)
+_ELSE_AFTER = re.compile(
+    r"\b(?:else|other|others|another|alternatives?|instead|not\s+that|not\s+those|altro|altri|altre|altra|"
+    r"alternativ[ae]|invece|oltre\s+a\s+(?:questo|questi|queste|quello|quelli|ciò))\b|cos'altro",
+    re.I,
+)
+# X is not a pronoun, a verb's "to", or a ranking word ("not the first time", "it's not my first baby")
+_PRONOUN = re.compile(
+    r"(?:it|that|this|them|those|these|me|her|him|she|he|i|we|you|they|everything|anything|something|nothing|"
+    r"all|to|ne|io|lei|lui|tutto|niente|nulla|questo|questa|questi|queste|quello|quella|quelli|ciò|cio|"
+    r"first|last|second|only|same|usual|best|worst|better|worse|sooner|later|earlier|primo|prima|ultimo|ultima|"
+    r"lot|lots|bit|little|few|big|huge|great|way|chance|thing|problem|deal|"
+    r"stesso|stessa|solito|solita)",
+    re.I,
+)
+_DET = re.compile(
+    r"(?:the|a|an|that|this|those|these|any|my|our|your|his|her|their|il|lo|la|i|gli|le|l'|un|una|uno|un'|mio|"
+    r"mia|miei|mie|suo|sua|suoi|sue)",
+    re.I,
+)
+
+
+def _content_words(text: str) -> int:
+    return sum(len(w) >= 3 and w.lower() not in STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
+
+
+def _is_x(x: str, kind: str) -> bool:
+    """``x`` is a noun phrase (or a treatment / a gerund, as ``kind`` asks)."""
+    words = re.findall(r"\w+'|\w+", x)
+    if not words or len(words) > 7 or (len(words) == 1 and _DET.fullmatch(words[0])):
+        return False
+    if _PRONOUN.fullmatch(words[0]) and not (len(words) > 1 and _DET.fullmatch(words[0])):
+        return False  # "it", "that", "to call" (but "that jab", "this cream" name something)
+    bare = re.sub(r"^l'\s*", "", x, flags=re.I)
+    if TREATMENT.match(x) or TREATMENT.match(bare):
+        return True
+    if kind == "treatment":
+        return False
+    head = words[1] if _DET.fullmatch(words[0]) and len(words) > 1 else words[0]
+    if kind == "np-ing" and re.fullmatch(r"\w{3,}ing", head, re.I):
+        return True
+    return not NOT_A_NOUN.fullmatch(head) and not _PRONOUN.fullmatch(head)
+
+
+def _asks(rest: str) -> bool:
+    return bool(_QUESTION.search(rest)) and _content_words(rest) >= 2
+
+
+def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end of the cut, X, cue) for every stated exclusion in ``text``, earliest first, not overlapping."""
+    found: list[tuple[int, int, str, str]] = []
+    for rx, _lang, kind, need in _BEFORE_RE:
+        for m in rx.finditer(text):
+            end = _X_END.search(text, m.end())
+            x_end = end.start() if end else len(text)
+            x = text[m.end() : x_end].strip()
+            cut = _cut_end(text, x_end)
+            if not x or not _is_x(x, kind) or not _asks(text[cut:]):
+                continue
+            if need == "already" and not (
+                re.search(_ALREADY, m.group("cue"), re.I)
+                or re.match(r"\s+" + _ALREADY + r"\b", text[x_end:], re.I)
+                or _ELSE_AFTER.search(text, x_end)
+            ):
+                continue
+            found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
+    for rx, _lang, _need in _AFTER_RE:
+        for m in rx.finditer(text):
+            x = m.group("x").strip()
+            cut = _cut_end(text, m.end())
+            if _is_x(x, "np") and _asks(text[cut:]):
+                found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
+    found.sort()
+    out: list[tuple[int, int, str, str]] = []
+    for f in found:
+        if not out or f[0] >= out[-1][1]:
+            out.append(f)
+    return out
+
+
+def _cut_end(text: str, pos: int) -> int:
+    """End of the region to cut after X: the stated clause's own words ("already", "for me") and its comma."""
+    m = _CUT_END.match(text, pos)
+    return m.end() if m else pos
+
+
+# after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
+# it", "perché l'ho misurata") and its comma or dash
+_CUT_END = re.compile(
+    r"(?:\s+(?:already|già|gia|either|anymore|thing|things|stuff|bit))*"
+    r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
+    r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
+    r"\s*(?:[,;:]|\s[-–—]|\.(?=\s))?\s*",
+    re.I,
+)
