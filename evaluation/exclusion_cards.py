@@ -8,8 +8,9 @@ that answer without being about it (at least one).
 Each question goes through ``chatbot.answer.answer`` with the settings in force (the router included), over
 the cards folder (indexed incrementally first). Reported overall, per language and per number of exclusions:
 the share routed to the decomposition, answered with 3 links, whose first link is not an excluded card,
-whose first link is a good card (the primary metric), with a good card among the links, and how many links
-are excluded cards; one row per question (ids, links, route). Markdown and JSON go to
+whose first link is a good card (the primary metric), with a good card among the links, whose reply's answering
+sentence comes from a good card, and how many links are excluded cards; one row per question (ids, links,
+route; the per-query file also holds the reply, certified card text). Markdown and JSON go to
 ``evaluation/results/exclusions-cards-NAME.*``.
 """
 
@@ -30,7 +31,7 @@ from evaluation.report import Report, add_output_args, command_line, output_targ
 
 PROG = "python -m evaluation.exclusion_cards"
 _FIELDS = ("id", "language", "question", "excluded_card_ids", "good_card_ids", "n_exclusions")
-MEASURES = ("routed", "three_links", "first_not_excluded", "first_good", "good_in_links")
+MEASURES = ("routed", "three_links", "first_not_excluded", "first_good", "good_in_links", "reply_good")
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,14 @@ def link_docs(ans: dict[str, Any]) -> list[str]:
 
 def score_item(item: ExclusionItem, ans: dict[str, Any]) -> dict[str, Any]:
     """The row of one question: its links' documents, the route taken, and the measures (0/1)."""
+    from chatbot.stages.answer_pool import answer_doc
     from chatbot.stages.route import EXCLUSION_PIPELINE
 
     docs = link_docs(ans)
-    route = ((ans.get("trace") or {}).get("route") or {}) if isinstance(ans.get("trace"), dict) else {}
+    trace = ans.get("trace") if isinstance(ans.get("trace"), dict) else {}
+    route = trace.get("route") or {}
     first = docs[0] if docs else None
+    reply_doc = answer_doc(trace.get("compose") or {})
     return {
         "id": item.id,
         "language": item.language,
@@ -93,6 +97,10 @@ def score_item(item: ExclusionItem, ans: dict[str, Any]) -> dict[str, Any]:
         "first_good": int(first is not None and first in item.good),
         "good_in_links": int(any(d in item.good for d in docs)),
         "excluded_links": sum(d in item.excluded for d in docs),
+        # the reply (certified card text) and the document of its answering sentence, to read what it says
+        "reply_doc": reply_doc,
+        "reply_good": int(reply_doc in item.good),
+        "reply": ans.get("reply") or "",
     }
 
 

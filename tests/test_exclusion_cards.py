@@ -63,3 +63,15 @@ def test_an_exclusion_no_card_is_about_is_read_but_a_question_needs_a_good_card(
     path.write_text(json.dumps({**row, "good_card_ids": [], "n_exclusions": 1}) + "\n")
     with pytest.raises(ValueError, match=r"set.jsonl:1: good_card_ids must name at least one card"):
         load_exclusion_set(path)
+
+
+def test_the_reply_and_its_answering_document_are_kept_and_judged():
+    ans = answer("x", "iron", "y")
+    ans["reply"] = "Beans and lentils are good sources of iron."
+    ans["trace"]["compose"] = {"attempts": [{"answer": {"doc_id": "iron"}}]}
+    row = score_item(ITEM, ans)
+    assert (row["reply_doc"], row["reply_good"], row["reply"]) == ("iron", 1, ans["reply"])
+    ans["trace"]["compose"] = {"attempts": [{"answer": {"doc_id": "calcium"}}]}
+    assert score_item(ITEM, ans)["reply_good"] == 0
+    refused = score_item(ITEM, {"status": "no_certified_info", "links": [], "trace": {}})
+    assert (refused["reply_doc"], refused["reply_good"], refused["reply"]) == (None, 0, "")
