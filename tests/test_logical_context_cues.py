@@ -68,6 +68,14 @@ STATED = [
         "stopped drinking coffee already so not that, is tea ok in pregnancy?",
         '"is tea ok in pregnancy" AND NOT "drinking coffee"',
     ),
+    # what the patient does not eat, like or want; the question may come first
+    ("I don't eat meat, where can I get iron in pregnancy?", '"where can I get iron in pregnancy" AND NOT "meat"'),
+    ("where can I get iron in pregnancy? I don't eat meat", '"where can I get iron in pregnancy" AND NOT "meat"'),
+    ("I hate fish, how else can I get omega 3?", '"how else can I get omega 3" AND NOT "fish"'),
+    ("Any tips for heartburn? Gaviscon hasn't helped", '"Any tips for heartburn" AND NOT "Gaviscon"'),
+    ("Non mangio carne, dove prendo il ferro in gravidanza?", '"dove prendo il ferro in gravidanza" AND NOT "carne"'),
+    ("Non mi piace il latte, come prendo abbastanza calcio?", '"come prendo abbastanza calcio" AND NOT "il latte"'),
+    ("Non voglio prendere antidepressivi, cosa mi può aiutare?", '"cosa mi può aiutare" AND NOT "antidepressivi"'),
     # Italian
     ("Non posso prendere l'ibuprofene, come abbasso la febbre?", '"come abbasso la febbre" AND NOT "l\'ibuprofene"'),
     (
@@ -141,6 +149,19 @@ WIDER = [
         '"quali sono i primi sintomi della gravidanza" AND NOT "nausea"',
     ),
     ("Is vaping ok instead of smoking while pregnant?", '"Is vaping ok while pregnant" AND NOT "smoking"'),
+    (
+        "Is there an alternative to ibuprofen for back pain in pregnancy?",
+        '"Is there an alternative for back pain in pregnancy" AND NOT "ibuprofen"',
+    ),
+    (
+        "Ci sono alternative al paracetamolo per il mal di testa in gravidanza?",
+        '"Ci sono alternative per il mal di testa in gravidanza" AND NOT "paracetamolo"',
+    ),
+    ("What else than walking can I do to stay fit?", '"What else can I do to stay fit" AND NOT "walking"'),
+    (
+        "anything other than formula I can give a newborn at night?",
+        '"anything I can give a newborn at night" AND NOT "formula"',
+    ),
 ]
 
 # Same words, nothing excluded from what is asked: the configured pipeline keeps these.
@@ -176,6 +197,15 @@ NOT_EXCLUSIONS = [
     "Il tiralatte non funziona, cosa faccio?",
     "Ho preso le compresse al posto delle vitamine per sbaglio",
     "In addition to the sickness I feel dizzy",
+    "I don't eat much, is that normal at 8 weeks?",
+    "I can't eat anything, what should I do?",
+    "Non mangio da due giorni, è normale?",
+    "I don't like being pregnant, is that normal?",
+    "What are the alternatives?",
+    "What are the alternatives to formula?",
+    "Non mi piace, cosa faccio?",
+    "I don't want to go to hospital, when should I call?",
+    "Perché non si può bere vino in gravidanza? Mia suocera dice che un po' non fa niente",
 ]
 
 

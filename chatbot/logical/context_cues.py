@@ -4,7 +4,8 @@ Patients often say what they have ruled out in a clause of its own, then ask: "I
 else helps?", "Ginger doesn't work for me, what can I take?", "I'm allergic to penicillin, which antibiotics
 are safe?", "not asking about feeding, how often should a newborn poo?", "it's not colic, but what could it be?",
 "Lo zenzero l'ho già provato, cosa posso fare?", "Sono allergica alla penicillina, quale antibiotico …?",
-"che non sia il reflusso, perché piange?". The excluded thing X stands after the cue (``_BEFORE_X``) or before
+"che non sia il reflusso, perché piange?", "I don't eat meat", "I hate fish", "non mangio carne", "non mi piace il
+latte" (the question may come before or after). The excluded thing X stands after the cue (``_BEFORE_X``) or before
 it ("X doesn't work", "X li ho già tolti": ``_AFTER_X``); the whole clause is cut from the positive part.
 
 Every pattern opens a clause, X must be a noun phrase (not an adjective, adverb, pronoun or verb: "not sure",
@@ -63,6 +64,15 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
         "already",
     ),
     (r"(?:i'?m|im|i\s+am)\s+(?:allergic|intolerant)\s+to\s+", "en", "np", ""),
+    # what the patient does not eat, like or want: "I don't eat meat", "I hate fish", "I don't want to take X"
+    (
+        r"(?:i|we)\s+(?:don'?t|do\s+not|can'?t|cannot|never)\s+(?:eat|drink|like|stand|tolerate|digest)\s+|"
+        r"(?:i|we)\s+(?:hate|dislike)\s+|(?:i|we)\s+(?:don'?t|do\s+not)\s+want\s+to\s+(?:take|use|try|have)\s+"
+        r"(?:(?:the|a|an|any|more)\s+(?=\w))?",
+        "en",
+        "np",
+        "",
+    ),
     (
         r"(?:i|we)\s+(?:can'?t|cannot|can\s+not|shouldn'?t|am\s+not\s+allowed\s+to)\s+(?:take|have|use)\s+",
         "en",
@@ -95,6 +105,14 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
     ),
     (rf"(?:sono|siamo)\s+(?:allergic[oaie]|intollerant[ei])\s+{_PREP_IT}", "it", "np", ""),
     (r"non\s+(?:posso|possiamo|devo)\s+(?:prendere|assumere|usare)\s+", "it", "treatment", ""),
+    (
+        r"non\s+(?:mangio|bevo|sopporto|tollero|digerisco|voglio\s+(?:prendere|usare|assumere|provare|fare))\s+|"
+        r"non\s+mi\s+piac(?:e|ciono)\s+|odio\s+|"
+        rf"non\s+sono\s+interessat[ao]\s+{_PREP_IT}",
+        "it",
+        "np",
+        "",
+    ),
 ]
 _AFTER_X: list[tuple[str, str, str]] = [
     (
@@ -107,7 +125,7 @@ _AFTER_X: list[tuple[str, str, str]] = [
     ),
     (r"(?:i'?ve|i\s+have|we'?ve)\s+already\s+(?:tried|done|had|cut\s+out|stopped)", "en", ""),
     (
-        r"non\s+(?:mi\s+|le\s+|gli\s+|ci\s+)?(?:fa|fanno|ha\s+fatto|hanno\s+fatto)\s+(?:niente|nulla|effetto)|"
+        r"non\s+(?:mi|le|gli|ci)\s+(?:fa|fanno|ha\s+fatto|hanno\s+fatto)\s+(?:niente|nulla|effetto)|"
         r"non\s+(?:mi\s+|le\s+|gli\s+|ci\s+)?(?:funziona|funzionano|ha\s+funzionato|hanno\s+funzionato|aiuta|"
         r"aiutano|ha\s+aiutato|hanno\s+aiutato)",
         "it",
@@ -157,7 +175,8 @@ _PRONOUN = re.compile(
     r"all|to|ne|io|lei|lui|tutto|niente|nulla|questo|questa|questi|queste|quello|quella|quelli|ciò|cio|"
     r"first|last|second|only|same|usual|best|worst|better|worse|sooner|later|earlier|primo|prima|ultimo|ultima|"
     r"lot|lots|bit|little|few|big|huge|great|way|chance|thing|problem|deal|"
-    r"stesso|stessa|solito|solita)",
+    r"stesso|stessa|solito|solita|much|more|enough|da|di|in|per|con|since|for|at|from|being|getting|either|"
+    r"neither|both)",
     re.I,
 )
 _DET = re.compile(
@@ -167,6 +186,9 @@ _DET = re.compile(
 )
 
 
+_CLAUSE_WORD = re.compile(r"\b(?:che|that|which|who|says|said|dice|dicono|told|is|are|was|è|sono|era)\b", re.I)
+
+
 def _content_words(text: str) -> int:
     return sum(len(w) >= 3 and w.lower() not in STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
 
@@ -174,6 +196,8 @@ def _content_words(text: str) -> int:
 def _is_x(x: str, kind: str) -> bool:
     """``x`` is a noun phrase (or a treatment / a gerund, as ``kind`` asks)."""
     words = re.findall(r"\w+'|\w+", x)
+    if _CLAUSE_WORD.search(x):
+        return False  # "mia suocera dice che un po": a clause, not a thing
     if not words or len(words) > 7 or (len(words) == 1 and _DET.fullmatch(words[0])):
         return False
     if _PRONOUN.fullmatch(words[0]) and not (len(words) > 1 and _DET.fullmatch(words[0])):
@@ -190,6 +214,7 @@ def _is_x(x: str, kind: str) -> bool:
 
 
 def _asks(rest: str) -> bool:
+    """The text left once the stated clause is cut asks something, with at least two content words."""
     return bool(_QUESTION.search(rest)) and _content_words(rest) >= 2
 
 
@@ -202,7 +227,7 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
             x_end = end.start() if end else len(text)
             x = text[m.end() : x_end].strip()
             cut = _cut_end(text, x_end)
-            if not x or not _is_x(x, kind) or not _asks(text[cut:]):
+            if not x or not _is_x(x, kind) or not _asks(text[: m.start()] + " " + text[cut:]):
                 continue
             if need == "already" and not (
                 re.search(_ALREADY, m.group("cue"), re.I)
@@ -215,7 +240,7 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
         for m in rx.finditer(text):
             x = m.group("x").strip()
             cut = _cut_end(text, m.end())
-            if _is_x(x, "np") and _asks(text[cut:]):
+            if _is_x(x, "np") and _asks(text[: m.start()] + " " + text[cut:]):
                 found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
     found.sort()
     out: list[tuple[int, int, str, str]] = []

@@ -56,7 +56,7 @@ _CUES: list[tuple[str, str]] = [
     (r"excluding|excluded|exclude", "en"),
     (r"with\s+the\s+exception\s+of|except(?:\s+for)?|excepting|save\s+for", "en"),
     (r"apart\s+from|aside\s+from|besides", "en"),
-    (r"rather\s+than|instead\s+of", "en"),
+    (r"rather\s+than|instead\s+of|(?<=\belse\s)than", "en"),
     (r"outside\s+of", "en"),
     (r"leaving\s+(?:aside|out)|setting\s+aside|not\s+counting|disregarding", "en"),
     # Italian
@@ -123,6 +123,7 @@ TERMINATOR = re.compile(
     r"dove|where)\s+\w"
     # … or a yes/no question: "besides X and Y do I need Z", "oltre al ferro devo prendere anche il calcio"
     r"|(?:do|does|did|should|can|could|would|will|am|is|are)\s+(?:i|we|you|she|he|they|my|our)\s"
+    r"|(?:i|we|you)\s+(?:can|could|should|must|need\s+to|have\s+to)\s"
     r"|(?:devo|dovrei|posso|potrei|possiamo|dobbiamo|bisogna|conviene|serve|servono|mi\s+serve|mi\s+servono|"
     r"è\s+normale|ci\s+sono|c'è)\s)",
     re.IGNORECASE,
@@ -162,7 +163,7 @@ DET_OR_PREP = re.compile(
 PREP_IT_LIST = re.compile(r"^(?:(?:al|allo|alla|ai|agli|alle)\s+|all'\s*)", re.IGNORECASE)
 # substitutes ("instead of X for Y"): X ends before a purpose or a time that belongs to the question
 SUBSTITUTE = re.compile(
-    r"\s*(?:instead|rather|in\s+place|invece|anzich|piuttosto|al\s+posto|in\s+alternativa)", re.IGNORECASE
+    r"\s*(?:instead|rather|in\s+place|invece|anzich|piuttosto|al\s+posto|in\s+alternativa|alternativ)", re.IGNORECASE
 )
 SUBSTITUTE_END = re.compile(r"\s(?=(?:for|to|while|during|when|per|durante|mentre|quando)\s)", re.IGNORECASE)
 # the cues of analytical requests ("excluding", "without mentioning"): their lists keep the strict split
@@ -185,7 +186,7 @@ _IT_CUE_WORDS = {
 def cue_language(cue_text: str) -> str:
     if cue_text == "non … ma":
         return "it"
-    if cue_text.startswith("in alternativa"):
+    if re.match(r"in alternativa|alternativ[ae] (?:a|ad|al|allo|alla|ai|agli|alle|all')(?:\s|$|(?<=')|\b)", cue_text):
         return "it"
     words = cue_text.replace(",", " ").split()
     return "it" if words and words[0] in _IT_CUE_WORDS else "en"

@@ -160,6 +160,15 @@ _ASKED_ALTERNATIVE = re.compile(
     r"in\s+addition\s+to)(?:(?<=')|(?!\w))",
     re.IGNORECASE,
 )
+# "an alternative to ibuprofen for back pain", "alternative al paracetamolo per il mal di testa": only when the question
+# goes on after X (a purpose or time), so the positive part keeps its topic ("What are the alternatives to formula?"
+# would keep none and stays unrouted)
+_ALTERNATIVE_TO = re.compile(
+    r"(?:(?<=\balternative\s)|(?<=\balternatives\s)|(?<=\balternativa\s))"
+    r"(?:to\s+|(?:a|ad|al|allo|alla|ai|agli|alle)\s+|all'\s*)",
+    re.IGNORECASE,
+)
+_GOES_ON = re.compile(r"\s(?:for|to|while|during|when|in|per|durante|mentre|quando|in)\s", re.IGNORECASE)
 _SENTENCE_ASKS = re.compile(
     r"\?|^\s*(?:what|how|which|where|why|when|can|could|should|do|does|is|are|any|cosa|che|come|quali?|dove|"
     r"perch[eé]|quando|posso|devo|si\s+pu[òo]|ci\s+sono|c'è)\b|\b(?:what|how|which|cosa|come|quali?|quale)\s",
@@ -262,6 +271,10 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
         end = re.compile(r"[?!]|\.(?=\s|$)").search(text, m.start())
         if _SENTENCE_ASKS.search(_sentence(text, m.start()) + text[m.start() : end.end() if end else len(text)]):
             out.append((m.start(), m.end(), " ".join(m.group(0).lower().split())))
+    for m in _ALTERNATIVE_TO.finditer(text, pos):
+        phrase = _phrase(text, m.end())
+        if _GOES_ON.search(phrase) and noun_phrase(text, m.end()):
+            out.append((m.start(), m.end(), "alternative " + " ".join(m.group(0).lower().split())))
     for m in _ALTRO_CHE.finditer(text, pos):
         before = _sentence(text, m.start()).lower()
         if not re.search(r"(?:niente|nient'|\bnon\b).*$", before) and noun_phrase(text, m.end()):
