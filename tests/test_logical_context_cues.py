@@ -76,6 +76,18 @@ STATED = [
     ("Non mangio carne, dove prendo il ferro in gravidanza?", '"dove prendo il ferro in gravidanza" AND NOT "carne"'),
     ("Non mi piace il latte, come prendo abbastanza calcio?", '"come prendo abbastanza calcio" AND NOT "il latte"'),
     ("Non voglio prendere antidepressivi, cosa mi può aiutare?", '"cosa mi può aiutare" AND NOT "antidepressivi"'),
+    # not an option / though / no X - what other …
+    ("What can I take for a headache? Not ibuprofen though", '"What can I take for a headache" AND NOT "ibuprofen"'),
+    (
+        "Paracetamol isn't an option, what else can I take for pain?",
+        '"what else can I take for pain" AND NOT "Paracetamol"',
+    ),
+    (
+        "No caffeine - what other drinks are ok in pregnancy?",
+        '"what other drinks are ok in pregnancy" AND NOT "caffeine"',
+    ),
+    ("L'ibuprofene non lo posso prendere, cosa uso per il dolore?", '"cosa uso per il dolore" AND NOT "L\'ibuprofene"'),
+    ("Niente caffè, cos'altro posso bere al mattino?", '"cos\'altro posso bere al mattino" AND NOT "caffè"'),
     # Italian
     ("Non posso prendere l'ibuprofene, come abbasso la febbre?", '"come abbasso la febbre" AND NOT "l\'ibuprofene"'),
     (
@@ -205,6 +217,8 @@ NOT_EXCLUSIONS = [
     "What are the alternatives to formula?",
     "Non mi piace, cosa faccio?",
     "I don't want to go to hospital, when should I call?",
+    "Swollen ankles at 34 weeks, no headache, blood pressure fine. Anything I can do?",
+    "Neonato di 5 settimane, niente febbre, mangia bene, ha il naso chiuso: cosa posso fare?",
     "Perché non si può bere vino in gravidanza? Mia suocera dice che un po' non fa niente",
 ]
 

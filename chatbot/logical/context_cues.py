@@ -123,6 +123,7 @@ _AFTER_X: list[tuple[str, str, str]] = [
         "en",
         "",
     ),
+    (r"(?:isn'?t|is\s+not|aren'?t|are\s+not)\s+(?:an?\s+)?options?|(?:is|are)\s+(?:out|off\s+the\s+table)", "en", ""),
     (r"(?:i'?ve|i\s+have|we'?ve)\s+already\s+(?:tried|done|had|cut\s+out|stopped)", "en", ""),
     (
         r"non\s+(?:mi|le|gli|ci)\s+(?:fa|fanno|ha\s+fatto|hanno\s+fatto)\s+(?:niente|nulla|effetto)|"
@@ -132,7 +133,9 @@ _AFTER_X: list[tuple[str, str, str]] = [
         "",
     ),
     (
-        r"(?:l'\s*|lo\s+|la\s+|li\s+|le\s+)(?:ho|abbiamo)\s+(?:già|gia)\s+(?:provat|tolt|eliminat|fatt|pres|usat)[oaie]",
+        r"(?:l'\s*|lo\s+|la\s+|li\s+|le\s+)(?:ho|abbiamo)\s+(?:già|gia)\s+(?:provat|tolt|eliminat|fatt|pres|usat)[oaie]|"
+        r"non\s+(?:lo|la|li|le)\s+(?:posso|possiamo|voglio|vogliamo)\s+(?:prendere|usare|assumere|mangiare|bere)|"
+        r"non\s+(?:è|e')\s+un'\s*opzione",
         "it",
         "",
     ),
@@ -154,7 +157,7 @@ _AFTER_RE = [
 # Where X ends: punctuation, a dash, a conjunction, "already", or a question opening without a comma
 _X_END = re.compile(
     r"\s*(?:[,;:?!()]|\.(?=\s|$)|\s[-–—]\s)|\s+(?:and|but|so|because|as|e|ma|quindi|perch[eé]|perche|"
-    r"already|già|gia|either|anymore|thing|things|stuff|bit|roba)\b|\s+(?=(?:what|how|why|where|when|which|"
+    r"already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit|roba)\b|\s+(?=(?:what|how|why|where|when|which|"
     r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)",
     re.I,
 )
@@ -259,7 +262,7 @@ def _cut_end(text: str, pos: int) -> int:
 # after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
 # it", "perché l'ho misurata") and its comma or dash
 _CUT_END = re.compile(
-    r"(?:\s+(?:already|già|gia|either|anymore|thing|things|stuff|bit))*"
+    r"(?:\s+(?:already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit))*"
     r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
     r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
     r"\s*(?:[,;:]|\s[-–—]|\.(?=\s))?\s*",

@@ -147,6 +147,7 @@ _ELSE = re.compile(
     r"\bche\s+altro|\bqualcos'altro|\baltr[oaie]\b|\balternativ[ae]\b|\balternatives?\b",
     re.IGNORECASE,
 )
+_OTHER_ASKED = re.compile(r"\b(?:else|other|others|altr[oaie]|alternativ\w*)\b|cos'altro", re.IGNORECASE)
 _NO = re.compile(
     _CLAUSE_START + r"\s*(?:please,?\s+|per\s+favore,?\s+)?(?P<cue>no|niente|not)\s+(?!di\b|da\b|più\b)", re.I
 )
@@ -174,7 +175,9 @@ _SENTENCE_ASKS = re.compile(
     r"perch[eé]|quando|posso|devo|si\s+pu[òo]|ci\s+sono|c'è)\b|\b(?:what|how|which|cosa|come|quali?|quale)\s",
     re.IGNORECASE,
 )
-_PHRASE_END = re.compile(r"[,;:?!.()]|\s+(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b", re.IGNORECASE)
+_PHRASE_END = re.compile(
+    r"[,;:?!.()]|\s[-–—]\s|\s+(?:please|thanks|per\s+favore|per\s+piacere|grazie)\b", re.IGNORECASE
+)
 
 
 def _sentence(text: str, pos: int) -> str:
@@ -261,8 +264,10 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
             or "favore" in m.group(0).lower()
             or re.match(r"\s*,?\s*" + _PLEA_AFTER, after, re.I)
         )
-        treatment = _REQUEST.search(_sentence(text, m.start())) and TREATMENT.match(text, m.end())
-        if plea or (treatment and m.group("cue").lower() != "not"):  # "not X" only with a plea
+        # a request before (in the sentence or the question just asked: "Cosa prendo? Niente ibuprofene però")
+        treatment = _REQUEST.search(text[: m.start()]) and TREATMENT.match(text, m.end())
+        other = m.group("cue").lower() != "not" and _OTHER_ASKED.search(after)  # "No caffeine - what other drinks"
+        if plea or ((treatment or other) and m.group("cue").lower() != "not"):  # "not X" only with a plea
             out.append((m.start(), m.end(), m.group("cue").lower()))
     for m in _BUT.finditer(text, pos):
         if noun_phrase(text, m.end()):
