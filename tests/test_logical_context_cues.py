@@ -162,6 +162,10 @@ WIDER = [
     ),
     ("Is vaping ok instead of smoking while pregnant?", '"Is vaping ok while pregnant" AND NOT "smoking"'),
     (
+        "Posso bere tisane invece del caffè in gravidanza?",
+        '"Posso bere tisane in gravidanza" AND NOT "caffè"',
+    ),
+    (
         "Is there an alternative to ibuprofen for back pain in pregnancy?",
         '"Is there an alternative for back pain in pregnancy" AND NOT "ibuprofen"',
     ),

@@ -165,7 +165,10 @@ PREP_IT_LIST = re.compile(r"^(?:(?:al|allo|alla|ai|agli|alle)\s+|all'\s*)", re.I
 SUBSTITUTE = re.compile(
     r"\s*(?:instead|rather|in\s+place|invece|anzich|piuttosto|al\s+posto|in\s+alternativa|alternativ)", re.IGNORECASE
 )
-SUBSTITUTE_END = re.compile(r"\s(?=(?:for|to|while|during|when|per|durante|mentre|quando)\s)", re.IGNORECASE)
+SUBSTITUTE_END = re.compile(
+    r"\s(?=(?:for|to|while|during|when|per|durante|mentre|quando)\s|in\s+(?:gravidanza|allattamento|pregnancy)\b)",
+    re.IGNORECASE,
+)
 # the cues of analytical requests ("excluding", "without mentioning"): their lists keep the strict split
 DISCOURSE_CUE = re.compile(
     r"exclu|mention|refer|discuss|consider|includ|cover|focus|talk|count|escl|parla|menzion|cita|riferiment|"
