@@ -109,6 +109,8 @@ def save_head(head: dict[str, np.ndarray], meta: dict[str, Any], out: Path) -> N
 def replay_rows(items: Sequence[Any], captures: dict[str, Any], settings: Any, model: Any) -> list[dict[str, Any]]:
     """The composer replayed over each question's captured inputs (an urgent message in front, as answer()
     does); per-question rows in the reply harness's per_query shape, plus type, language, answer document."""
+    from chatbot.stages.answer_cues import question_type
+
     rows = []
     for item in items:
         cap = captures[item.id]
@@ -124,6 +126,7 @@ def replay_rows(items: Sequence[Any], captures: dict[str, Any], settings: Any, m
         found = phrases_found(reply, item.key_phrases) if reply else [False] * len(item.key_phrases)
         rows.append(
             {"query_id": item.id, "pipeline": "replies", "recall": sum(found) / len(found), "type": item.type,
+             "composer_type": question_type(item.question),
              "language": item.language, "answer_doc": adoc, "first_link_ok": int(adoc == item.card_id),
              "composed": int(bool(text)), "compose_ms": round(ms, 1)}
         )  # fmt: skip
@@ -131,8 +134,13 @@ def replay_rows(items: Sequence[Any], captures: dict[str, Any], settings: Any, m
 
 
 def choose(rows_cues: list[dict], rows_model: list[dict], types: Sequence[str]) -> list[dict]:
-    """Per question: the model replay's row when its type is in ``types``, else the cues' row."""
-    return [m if c["type"] in types else c for c, m in zip(rows_cues, rows_model, strict=True)]
+    """Per question: the model replay's row when its type is in ``types``, else the cues' row (the composer's type,
+    ``answer_cues.question_type``, where the rows have it: that is what decides whether the term applies)."""
+    return [m if _kind(c) in types else c for c, m in zip(rows_cues, rows_model, strict=True)]
+
+
+def _kind(row: dict[str, Any]) -> str:
+    return row.get("composer_type", row["type"])
 
 
 def _load(path: Path) -> list[dict[str, Any]]:
@@ -257,6 +265,51 @@ def nested(outs: Sequence[Path], names: Sequence[str]) -> tuple[list[str], dict[
     return lines, rows
 
 
+def type_weights(
+    runs: dict[str, Path], base: str, names: Sequence[str], base_types: Sequence[str], types: Sequence[str]
+) -> tuple[list[str], dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """Leave-one-set-out choice, per question type in ``types``, between the cues and the fold head at each weight
+    (``runs``: label -> --out folder of a run at that --w-trained). The baseline is the fold head of run ``base``
+    for ``base_types`` and the cues for every other type (the shipped configuration, each set scored by the head
+    that did not see it). For each held-out set, each type takes the option with the most questions gained less
+    lost against the baseline on the OTHER sets (ties keep the cues). Markdown lines, baseline rows and chosen rows
+    per set."""
+    cues = {n: _load(runs[base] / f"{n}-cues.per_query.jsonl") for n in names}
+    fold = {(k, n): _load(out / f"{n}-fold.per_query.jsonl") for k, out in runs.items() for n in names}
+    baseline = {n: choose(cues[n], fold[base, n], base_types) for n in names}
+
+    def option_rows(n: str, t: str, option: str) -> list[dict[str, Any]]:
+        rows = cues[n] if option == "cues" else fold[option, n]
+        return [r for r in rows if _kind(r) == t]
+
+    def net(t: str, option: str, sets: Sequence[str]) -> int:
+        g = lo = 0
+        for m in sets:
+            dg, dl = gained_lost([r for r in baseline[m] if _kind(r) == t], option_rows(m, t, option))
+            g, lo = g + dg, lo + dl
+        return g - lo
+
+    lines = ["| held-out set | " + " | ".join(types) + " | gained / lost on it |", "|---" * (2 + len(types)) + "|"]
+    chosen: dict[str, list[dict[str, Any]]] = {}
+    for n in [*names, "(all sets)"]:
+        others = [m for m in names if m != n]
+        pick = {t: max(["cues", *runs], key=lambda o, t=t: (net(t, o, others), o == "cues")) for t in types}
+        if n == "(all sets)":
+            lines.append(f"| {n} | " + " | ".join(pick[t] for t in types) + " | (in-sample) |")
+            continue
+        rows = []
+        for r in baseline[n]:
+            t = _kind(r)
+            if t in pick:
+                src = cues[n] if pick[t] == "cues" else fold[pick[t], n]
+                r = next(x for x in src if x["query_id"] == r["query_id"])
+            rows.append(r)
+        chosen[n] = rows
+        g, lo = gained_lost(baseline[n], rows)
+        lines.append(f"| {n} | " + " | ".join(pick[t] for t in types) + f" | +{g} / -{lo} |")
+    return lines, baseline, chosen
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from chatbot.embedders import load_embedder
     from chatbot.settings import load_settings
@@ -272,12 +325,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--reply-weight", type=float, default=1.0, help="sample weight of a reply-set pair")
     p.add_argument("--no-public", action="store_true", help="reply-set pairs only")
     p.add_argument("--w-trained", type=float, default=None, help="answer_select.W_TRAINED for the replays")
+    p.add_argument("--named-only", default=None, help="answer_select.TRAINED_NAMED_ONLY for the fold replays (a,b)")
+    p.add_argument("--fold-only", action="store_true", help="replay the cues and the fold head, not the public head")
     p.add_argument("--sets-only", default="", help="comma-separated held-out sets to run (default every set)")
     p.add_argument("--out", type=Path, required=True, help="folder for the per-question rows and folds")
     p.add_argument("--ship", type=Path, default=None, help="fit on every set and write the head (an .npz) here")
     p.add_argument("--nested", default=None, help="only choose among runs (folders, a,b) set by set; see nested()")
     p.add_argument("--report", default=None, help="only report the rows in --out; the fold head's types (a,b)")
+    p.add_argument("--type-weights", default=None, help="only choose per type among runs: label=DIR,label=DIR")
+    p.add_argument("--base", default="w4", help="--type-weights: the run label of the shipped weight")
+    p.add_argument("--base-types", default="how_long,when,yes_no,why", help="--type-weights: the shipped types")
+    p.add_argument("--types", default="how_much,what_to_do", help="--type-weights: the types to choose for")
     args = p.parse_args(argv)
+    if args.type_weights:
+        runs = {k: Path(v) for k, v in (kv.split("=", 1) for kv in args.type_weights.split(","))}
+        names = [path.stem for path in args.data]
+        base_types, types = args.base_types.split(","), args.types.split(",")
+        lines, baseline, chosen = type_weights(runs, args.base, names, base_types, types)
+        before = [r for n in names for r in baseline[n]]
+        after = [r for n in names for r in chosen[n]]
+        g, lo = gained_lost(before, after)
+        for label, rows in (("baseline", before), ("chosen", after)):
+            cells = [f"{np.mean([r['recall'] for r in rows if lang in (None, r['language'])]):.3f}"
+                     for lang in (None, "en", "it")]  # fmt: skip
+            lines.append(f"\n{label}: recall {cells[0]} (en {cells[1]}, it {cells[2]})")
+            (args.out / f"pooled-types-{label}.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        lines.append(f"\nchosen vs baseline: +{g} / -{lo} (sign test p {sign_p(g, lo):.3f})")
+        print("\n".join(lines))
+        return 0
     if args.nested:
         outs = [Path(o) for o in args.nested.split(",")]
         names = [path.stem for path in args.data]
@@ -331,19 +406,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "shipped": ranking_metrics(held_pairs, shipped.score_features(x[held])),
             "fold": ranking_metrics(held_pairs, fold.score_features(x[held])),
         }
-        runs = {
-            "cues": replay_rows(items, captures[name], settings, None),
-            "shipped": replay_rows(items, captures[name], settings, TypedAnswerModel(lambda: shipped, TYPES)),
-        }
+        runs = {"cues": replay_rows(items, captures[name], settings, None)}
+        if not args.fold_only:
+            runs["shipped"] = replay_rows(items, captures[name], settings, TypedAnswerModel(lambda: shipped, TYPES))
         # the fold's head with its own weight of the trained term (main's replays keep the shipped weight)
         import chatbot.stages.answer_select as answer_select
 
-        shipped_weight = answer_select.W_TRAINED
+        shipped_weight, shipped_named = answer_select.W_TRAINED, answer_select.TRAINED_NAMED_ONLY
         answer_select.W_TRAINED = shipped_weight if args.w_trained is None else args.w_trained
+        if args.named_only is not None:
+            answer_select.TRAINED_NAMED_ONLY = tuple(t for t in args.named_only.split(",") if t)
         try:
             runs["fold"] = replay_rows(items, captures[name], settings, TypedAnswerModel(lambda m=fold: m, TYPES))
         finally:
-            answer_select.W_TRAINED = shipped_weight
+            answer_select.W_TRAINED, answer_select.TRAINED_NAMED_ONLY = shipped_weight, shipped_named
         for label, rows in runs.items():
             (args.out / f"{name}-{label}.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         means = {k: round(float(np.mean([r["recall"] for r in v])), 3) for k, v in runs.items()}
