@@ -143,8 +143,8 @@ def table_lines(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> list[st
             cells.append(f"{sel['en']} / {sel['it']}")
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     scorers = sorted({r["scorer"] for r in rows})
-    lines += ["", "| composer type's scorer | questions | misses | composer's misses (another card, wrong unit, cut) |",
-              "|---|---|---|---|"]  # fmt: skip
+    head = "| composer type's scorer | questions | misses | composer's (it + en card, other card, wrong unit, cut) |"
+    lines += ["", head, "|---|---|---|---|"]
     own = ("answered from another card", "wrong unit", "cut by length", "it question, en card")
     for s in scorers:
         sel = [r for r in rows if r["scorer"] == s]
