@@ -744,3 +744,43 @@ def test_a_conditional_opening_the_question_does_not_state_is_unasked(question, 
     from chatbot.stages.answer_cues import unasked_condition
 
     assert unasked_condition(question, text) is unasked
+
+
+MEDS = seg(
+    "meds",
+    0,
+    "Painkillers",
+    "Ibuprofen is generally not recommended in pregnancy. Paracetamol is usually the first choice for pain. "
+    "Keep all medicines out of the reach of children.",
+    "Medicines in pregnancy",
+)
+MASTITIS = seg(
+    "mastitis",
+    0,
+    "Mastitis",
+    "Mastitis is inflammation of the breast. Carry on breastfeeding from the affected side: it is safe for your baby. "
+    "Stopping suddenly can make things worse. Wear a comfortable bra.",
+    "Breastfeeding problems",
+)
+
+
+def test_the_rule_or_harm_that_completes_a_yes_no_verdict_follows_it() -> None:
+    # "first choice" and "can make things worse" are yes/no cues (a preference, a harm): the sentence after the
+    # verdict joins it; the sentences that neither rule nor share a word of the question stay out
+    assert cue_score("yes_no", "Paracetamol is usually the first choice for pain.") == 0.6
+    assert cue_score("yes_no", "Stopping suddenly can make things worse.") == 0.6
+    assert cue_score("yes_no", "Il paracetamolo è la prima scelta.") == 0.6
+    assert cue_score("yes_no", "Smettere di colpo può peggiorare le cose.") == 0.6
+    assert cue_score("yes_no", "Wear a comfortable bra.") == 0.0
+
+    ibuprofen = compose_answer_first("Can I take ibuprofen for a headache?", [Hit(MEDS, 1.0)], "en", 600, 4)
+    assert ibuprofen.text == (
+        "Ibuprofen is generally not recommended in pregnancy. Paracetamol is usually the first choice for pain."
+    )
+    feeding = compose_answer_first(
+        "I have mastitis, should I stop feeding on that side?", [Hit(MASTITIS, 1.0)], "en", 600, 4
+    )
+    assert feeding.text == (
+        "Carry on breastfeeding from the affected side: it is safe for your baby. "
+        "Stopping suddenly can make things worse."
+    )

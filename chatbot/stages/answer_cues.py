@@ -266,6 +266,21 @@ ALTERNATIVE_CUES: dict[str, tuple[tuple[re.Pattern[str], float], ...]] = {
             0.4,
         ),
     ),
+    # the rule or warning that completes a verdict, said as a preference or a harm ("Paracetamol is usually the
+    # first choice" after "Ibuprofen ... is generally not recommended"; "Stopping suddenly can make things worse"
+    # after "Carry on breastfeeding ... from the affected side"): with a cue, the sentence after the verdict joins
+    # it (answer_select.FOLLOW_RATIO). Eight dev sets, fold heads: +5 / -0, all of them those two questions
+    # written again (in-sample for the idea; evaluation/results/replies-s13.md)
+    "yes_no": (
+        (
+            re.compile(
+                r"\b(?:first choice|prima scelta|(?:can|may|could) make (?:things|it|this|them) worse|"
+                r"pu[oò] peggiorare)\b",
+                re.I,
+            ),
+            0.6,
+        ),
+    ),
 }
 # Section headings name what a section answers ("How much is too much", "Quanto e per quanto tempo").
 HEADING_CUES: dict[str, re.Pattern[str]] = {
