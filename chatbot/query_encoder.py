@@ -171,20 +171,45 @@ class TunedQueryEmbedder:
         return self.raw.embed_passages(texts)
 
 
-def query_encoder_embedder(
-    embedder: Any, setting: str, root: Path, threads: int = 1, languages: Sequence[str] | None = None
-) -> Any | None:
-    """A TunedQueryEmbedder over ``embedder`` for ``setting`` ("shipped" or a folder), None for "none"/empty."""
+def encoder_folder(setting: str, root: Path) -> Path | None:
+    """The encoder folder ``embedding.query_encoder`` names ("shipped" or a folder, relative to ``root``), None
+    for "none"/empty."""
     setting = (setting or "").strip()
     if setting.lower() in ("", "none"):
         return None
     if setting.lower() == "shipped":
         from chatbot.resources import shipped_model
 
-        folder = shipped_model("query_encoder")
-    else:
-        folder = Path(setting) if Path(setting).is_absolute() else root / setting
-    return load_tuned_embedder(embedder, folder, threads, languages)
+        return shipped_model("query_encoder")
+    return Path(setting) if Path(setting).is_absolute() else root / setting
+
+
+@lru_cache(maxsize=8)
+def _encoder_sha(folder: str) -> str:
+    try:
+        return str(json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))["sha256"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise QueryEncoderError(f"query encoder manifest {Path(folder) / MANIFEST} cannot be read: {exc}") from exc
+
+
+def encoder_tag(setting: str, root: Path, languages: Sequence[str] | None = None) -> str | None:
+    """What the relevance gate is fitted for: "query-encoder-<sha12 of its weights>" plus "[it]" when only some
+    languages' questions use it (None: the encoder is off). A retrained encoder has another tag, so a gate fitted
+    on the old one's scores is never used with it (``chatbot.stages.relevance.gate_key``)."""
+    folder = encoder_folder(setting, root)
+    if folder is None:
+        return None
+    tag = f"query-encoder-{_encoder_sha(str(folder.resolve()))[:12]}"
+    langs = sorted(set(languages or ()))
+    return tag if not langs or {"en", "it"} <= set(langs) else f"{tag}[{','.join(langs)}]"
+
+
+def query_encoder_embedder(
+    embedder: Any, setting: str, root: Path, threads: int = 1, languages: Sequence[str] | None = None
+) -> Any | None:
+    """A TunedQueryEmbedder over ``embedder`` for ``setting`` ("shipped" or a folder), None for "none"/empty."""
+    folder = encoder_folder(setting, root)
+    return None if folder is None else load_tuned_embedder(embedder, folder, threads, languages)
 
 
 def load_tuned_embedder(raw: Any, folder: Path, threads: int = 1, languages: Sequence[str] | None = None) -> Any:

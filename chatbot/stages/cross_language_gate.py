@@ -61,6 +61,24 @@ def second_look(
     return (other if passed else None), {"cross_language": {**trace, "cut": cut, "relevant": passed}}
 
 
+def rules_in_force(settings: Any) -> Mapping[str, Sequence[float]]:
+    """safety.cross_language_gate, except that a gate fitted for another configuration than the plain embedder's
+    (the tuned query encoder on: ``relevance.gate_key``) brings the Italian rule fitted on its own P
+    (gate.json ``second_look_it``); {} keeps the second look off whatever the gate."""
+    from chatbot.stages.relevance import gate_key
+    from chatbot.stages.relevance_gate import load_gate
+
+    rules = settings.safety.cross_language_gate
+    key = gate_key(settings)
+    if not rules or key == settings.embedding.model:
+        return rules
+    try:
+        model = load_gate(str(settings.safety.relevance_gate_model), key)
+    except ValueError:  # no gate for this configuration: the threshold gate runs, and no second look follows it
+        return rules
+    return {**rules, "it": model.second_look_it} if model.second_look_it is not None else rules
+
+
 def second_look_for(
     result: RetrievalResult, services: Any, language: str, relevance: Mapping[str, Any]
 ) -> tuple[Hit | None, dict[str, Any]]:
@@ -69,7 +87,7 @@ def second_look_for(
     from chatbot.stages.redflags import urgent_card_ids
 
     settings = services.settings
-    rules = settings.safety.cross_language_gate
+    rules = rules_in_force(settings)
     if language not in rules or relevance.get("gate") != "classifier" or relevance.get("relevant"):
         return None, {}
     dense = getattr(services, "dense", None)

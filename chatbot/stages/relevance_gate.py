@@ -178,6 +178,7 @@ class GateModel:
     scale: tuple[float, ...]
     threshold: float
     threshold_it: float | None = None
+    second_look_it: tuple[float, float] | None = None  # the cross-language second look's (slope, cut) fitted on its P
 
     def threshold_for(self, features: Mapping[str, float]) -> float:
         """The probability threshold of the question's language (the ``italian`` feature)."""
@@ -205,7 +206,7 @@ def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json"
     if embedder not in models:
         raise ValueError(
             f"{source} has no relevance gate for embedder {embedder!r} (fitted: {sorted(models)}); fit one with "
-            "`python -m evaluation.redteam.gate_fit` or set safety.relevance_gate=threshold"
+            "`python -m evaluation.redteam.gate_loso --ship NAME --key KEY` or set safety.relevance_gate=threshold"
         )
     m = models[embedder]
     n = len(FEATURES)
@@ -220,6 +221,13 @@ def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json"
             isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 < float(value) < 1.0
         ):
             raise ValueError(f"{source}: {embedder}.{name} must be a probability between 0 and 1, got {value!r}")
+    look = m.get("second_look_it")
+    if look is not None and not (
+        isinstance(look, (list, tuple))
+        and len(look) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in look)
+    ):
+        raise ValueError(f"{source}: {embedder}.second_look_it must be [slope, cut], got {look!r}")
     return GateModel(
         embedder,
         tuple(map(float, m["coef"])),
@@ -228,6 +236,7 @@ def parse_gate(data: Mapping[str, Any], embedder: str, source: str = "gate.json"
         tuple(map(float, m["scale"])),
         float(m["threshold"]),
         None if threshold_it is None else float(threshold_it),
+        None if look is None else (float(look[0]), float(look[1])),
     )
 
 

@@ -248,12 +248,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-it", type=Path, default=None, help="session 10's Italian diagnosis rows")
     parser.add_argument("--reverse", action="store_true", help="collect the last sets first (a second process)")
     parser.add_argument("--skip", type=Path, default=None, help="rows already collected by another process")
+    parser.add_argument("--language", choices=("en", "it"), default=None, help="collect this language's rows only")
+    parser.add_argument(
+        "--like", type=Path, default=None, help="collect only the (source, id) rows of this rows file (same units)"
+    )
     args = parser.parse_args(argv)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
     data_dir = args.data_dir or default_data_dir()
     ensure_demo_index(data_dir, log)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = sorted(dev_rows(), key=_order, reverse=args.reverse)
+    if args.language:
+        rows = [r for r in rows if r["language"] == args.language]
+    if args.like:
+        keep = {(json.loads(x)["source"], json.loads(x)["id"]) for x in args.like.read_text().splitlines() if x}
+        rows = [r for r in rows if (r["source"], r["id"]) in keep]
     if args.reuse:
         done = set()
         if args.out.exists():

@@ -357,10 +357,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="summaries and each fold's fit")
     parser.add_argument("--ship", default=None, help="name of the spec to refit on every row and write to --gate")
-    parser.add_argument("--gate", type=Path, default=None, help="gate.json to write the --ship entry into (e5-onnx)")
+    parser.add_argument("--gate", type=Path, default=None, help="gate.json to write the --ship entry into")
+    parser.add_argument(
+        "--key",
+        default="e5-onnx",
+        help="the gate.json entry written by --ship: the configuration the rows were collected with "
+        "(chatbot.stages.relevance.gate_key, e.g. e5-onnx+query-encoder-<sha12>[it])",
+    )
+    parser.add_argument(
+        "--rule",
+        type=float,
+        nargs=2,
+        default=COLLECTED_RULE,
+        metavar=("SLOPE", "CUT"),
+        help="the reference gate's second look (default: the rule the session-11 rows were collected with)",
+    )
     args = parser.parse_args(argv)
     rows = load(args.rows)
-    today = shipped(rows)
+    today = shipped(rows, tuple(args.rule))
     results = {
         "shipped gate + second look (today)": summary(rows, today["final"], today["final"]),
         "shipped gate alone": summary(rows, today["gate"], today["final"]),
@@ -368,13 +382,15 @@ def main(argv: list[str] | None = None) -> int:
             rows, np.array([r["threshold_relevant"] for r in rows]), today["final"]
         ),
     }
-    folds = {}
+    folds: dict[str, Any] = {}
+    decisions = {"reference": {f"{r['source']}|{r['id']}": bool(a) for r, a in zip(rows, today["final"], strict=True)}}
     for spec in json.loads(args.specs.read_text(encoding="utf-8")):
         kind = spec.get("kind", "lr")
         fit = {"lr": lr_candidate, "gbm": gbm_candidate, "threshold": threshold_candidate}[kind](spec)
         out = run_loso(rows, fit, spec.get("second_look", True))
         results[spec["name"]] = summary(rows, out["final"], today["final"])
         folds[spec["name"]] = out["folds"]
+        decisions[spec["name"]] = {f"{r['source']}|{r['id']}": bool(a) for r, a in zip(rows, out["final"], strict=True)}
         s = results[spec["name"]]
         print(
             spec["name"],
@@ -394,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         loso = {lang: {k: results[args.ship][lang][k] for k in ("gate_sets", "all")} for lang in ("en", "it")}
         entry = ship(rows, spec, loso, command_line(PROG, argv))
         doc = json.loads(args.gate.read_text(encoding="utf-8"))
-        doc["models"]["e5-onnx"] = entry
+        doc["models"][args.key] = entry
         args.gate.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(
             "shipped",
@@ -411,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(text, encoding="utf-8")
     if args.json:
-        args.json.write_text(json.dumps({"results": results, "folds": folds}, indent=1, default=str), encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"results": results, "folds": folds, "decisions": decisions}, indent=1, default=str),
+            encoding="utf-8",
+        )
     print(text)
     return 0
 

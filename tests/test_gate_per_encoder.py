@@ -1,0 +1,112 @@
+"""The relevance gate is a function of the configuration it runs with: with the tuned query encoder on, the gate
+(and the cross-language second look) fitted on that encoder's scores is used, never the plain embedder's."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chatbot.index import Hit
+from chatbot.query_encoder import QueryEncoderError, encoder_tag
+from chatbot.resources import shipped_model, workspace_root
+from chatbot.settings import Settings
+from chatbot.stages.cross_language_gate import rules_in_force
+from chatbot.stages.relevance import gate, gate_key
+from chatbot.stages.relevance_gate import FEATURES
+from evaluation.redteam.gate_rows_mix import mix
+from tests.segments import seg
+
+SHIPPED_SHA12 = json.loads((shipped_model("query_encoder") / "encoder.json").read_text())["sha256"][:12]
+
+
+def test_the_gate_key_names_the_embedder_and_the_encoders_weights_and_languages() -> None:
+    assert gate_key(Settings()) == "e5-onnx"  # encoder off by default
+    on = Settings(embedding={"query_encoder": "shipped"})
+    assert gate_key(on) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"
+    it = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": ["it"]})
+    assert gate_key(it) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    both = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": ["it", "en"]})
+    assert gate_key(both) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"  # every language: the same as none named
+    assert encoder_tag("none", workspace_root()) is None
+
+
+def test_another_encoder_folder_gets_its_own_key_and_a_broken_one_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "encoder.json").write_text(json.dumps({"sha256": "ab" * 32}))
+    assert encoder_tag(str(tmp_path), workspace_root(), ["it"]) == "query-encoder-abababababab[it]"
+    with pytest.raises(QueryEncoderError, match="manifest .*encoder.json cannot be read"):
+        encoder_tag(str(tmp_path / "missing"), workspace_root())
+
+
+class ZeroCrossEncoder:
+    name = "cross-encoder"
+
+    def score(self, question, hits):
+        return np.zeros(len(hits))
+
+
+class Result:
+    def __init__(self, top, ranked):
+        self.top, self.ranked = top, ranked
+
+
+class FakeServices:
+    def __init__(self, settings):
+        self.settings, self.cross_encoder = settings, ZeroCrossEncoder()
+
+
+def _entry(bar: float, look: list[float] | None = None) -> dict:
+    """A gate answering when the best cosine >= ``bar`` (weight 10 around it, P 0.5 exactly at it)."""
+    n = len(FEATURES)
+    doc = {
+        "coef": [10.0 if f == "dense_best" else 0.0 for f in FEATURES],
+        "intercept": 0.0,
+        "mean": [bar if f == "dense_best" else 0.0 for f in FEATURES],
+        "scale": [1.0] * n,
+        "threshold": 0.5,
+    }
+    return doc if look is None else {**doc, "second_look_it": look}
+
+
+def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "gate.json"
+    key = f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    models = {"e5-onnx": _entry(0.85, [52.9, -1.8]), key: _entry(0.90, [40.0, -2.0])}
+    path.write_text(json.dumps({"features": list(FEATURES), "models": models}))
+    hits = [Hit(seg(f"d{i}", "t"), 1.0, {"dense": 0.87 - 0.01 * i}) for i in range(3)]
+    off = Settings(safety={"relevance_gate_model": path, "cross_language_gate": {"it": (52.9, -1.8)}})
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(off))
+    assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))  # 10 * (0.87 - 0.85)
+    assert rules_in_force(off) == {"it": (52.9, -1.8)}  # the setting, fitted with the plain gate
+    on = off.model_copy(deep=True)
+    on.embedding.query_encoder, on.embedding.query_encoder_languages = "shipped", ["it"]
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on))
+    assert (relevant, trace["probability"]) == (False, round(1 / (1 + math.exp(0.3)), 4))  # 10 * (0.87 - 0.90)
+    assert rules_in_force(on) == {"it": (40.0, -2.0)}  # the rule fitted on the encoder gate's P
+    on.safety.cross_language_gate = {}
+    assert rules_in_force(on) == {}  # off stays off
+
+
+def test_an_encoder_setting_without_a_fitted_gate_falls_back_to_the_threshold_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps({"features": list(FEATURES), "models": {"e5-onnx": _entry(0.85, [52.9, -1.8])}}))
+    on = Settings(embedding={"query_encoder": "shipped"}, safety={"relevance_gate_model": path})
+    hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.88})]
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on))
+    # never the plain embedder's classifier on the encoder's links: the threshold gate (raw e5 cosine, e5-onnx
+    # English bar 0.87) decides, and the trace says why
+    assert (relevant, trace["gate"]) == (True, "threshold")
+    assert f"no relevance gate for embedder 'e5-onnx+query-encoder-{SHIPPED_SHA12}'" in trace["note"]
+    assert rules_in_force(on) == on.safety.cross_language_gate  # no second look runs after a threshold gate
+
+
+def test_mixed_rows_take_the_swapped_languages_rows_and_keep_only_questions_both_have() -> None:
+    base = {("s", "en1"): {"language": "en", "v": "off"}, ("s", "it1"): {"language": "it", "v": "off"}}
+    base[("s", "it2")] = {"language": "it", "v": "off"}
+    swapped = {"it": {("s", "it1"): {"language": "it", "v": "on"}}}
+    kept, mixed = mix(base, swapped)
+    assert [r["v"] for r in kept] == ["off", "off"] and [r["v"] for r in mixed] == ["off", "on"]
+    assert [r["language"] for r in mixed] == ["en", "it"]  # it2 has no encoder row: left out of both
