@@ -28,7 +28,9 @@ def test_the_gate_key_names_the_embedder_and_the_encoders_weights_and_languages(
     on = Settings(embedding={"query_encoder": "shipped"})
     assert gate_key(on) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"
     it = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": ["it"]})
-    assert gate_key(it) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    assert gate_key(it) == gate_key(it, "it") == f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    assert gate_key(it, "en") == "e5-onnx"  # an English question skips the encoder: the plain gate judges it
+    assert gate_key(on, "en") == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"
     both = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": ["it", "en"]})
     assert gate_key(both) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"  # every language: the same as none named
     assert encoder_tag("none", workspace_root()) is None
@@ -83,8 +85,10 @@ def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: 
     assert rules_in_force(off) == {"it": (52.9, -1.8)}  # the setting, fitted with the plain gate
     on = off.model_copy(deep=True)
     on.embedding.query_encoder, on.embedding.query_encoder_languages = "shipped", ["it"]
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(on))
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "it")
     assert (relevant, trace["probability"]) == (False, round(1 / (1 + math.exp(0.3)), 4))  # 10 * (0.87 - 0.90)
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "en")  # not encoded: the plain gate
+    assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))
     assert rules_in_force(on) == {"it": (40.0, -2.0)}  # the rule fitted on the encoder gate's P
     on.safety.cross_language_gate = {}
     assert rules_in_force(on) == {}  # off stays off

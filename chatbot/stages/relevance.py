@@ -67,15 +67,20 @@ def threshold_for(table: dict[str, float], services: Services, name: str) -> flo
     return table[kind]
 
 
-def gate_key(settings: Any) -> str:
-    """The gate.json entry fitted for this configuration: the embedder's name ("e5-onnx"), plus the tuned query
-    encoder's tag when embedding.query_encoder is on ("e5-onnx+query-encoder-<sha12>[it]"): the encoder changes
-    the links and so the gate's features, so the gate fitted on its scores is used with it, never another one."""
+def gate_key(settings: Any, language: str | None = None) -> str:
+    """The gate.json entry fitted for this configuration and question language: the embedder's name ("e5-onnx"),
+    plus the tuned query encoder's tag when embedding.query_encoder is on for ``language``'s questions
+    ("e5-onnx+query-encoder-<sha12>[it]"): the encoder changes the links and so the gate's features, so the gate
+    fitted on its scores is used with it, never another one. A question the encoder skips (its language is not in
+    query_encoder_languages) is retrieved as with the encoder off, and so judged by the plain embedder's gate."""
     from chatbot.query_encoder import encoder_tag
     from chatbot.resources import workspace_root
 
     e = settings.embedding
-    tag = encoder_tag(e.query_encoder, workspace_root(), e.query_encoder_languages or None)
+    languages = e.query_encoder_languages or None
+    if language is not None and languages is not None and language not in languages:
+        return e.model
+    tag = encoder_tag(e.query_encoder, workspace_root(), languages)
     return e.model if tag is None else f"{e.model}+{tag}"
 
 
@@ -101,7 +106,7 @@ def gate(
     if safety.relevance_gate == "threshold" or not result.top:
         return by_threshold, {**trace, "relevant": by_threshold}
     try:
-        model = load_gate(str(safety.relevance_gate_model), gate_key(services.settings))
+        model = load_gate(str(safety.relevance_gate_model), gate_key(services.settings, language))
     except ValueError as exc:
         if "has no relevance gate for embedder" not in str(exc):
             raise
