@@ -87,6 +87,7 @@ def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: 
     on.embedding.query_encoder, on.embedding.query_encoder_languages = "shipped", ["it"]
     relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "it")
     assert (relevant, trace["probability"]) == (False, round(1 / (1 + math.exp(0.3)), 4))  # 10 * (0.87 - 0.90)
+    assert trace["gate_model"] == key  # the trace names the gate that decided
     relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "en")  # not encoded: the plain gate
     assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))
     assert rules_in_force(on) == {"it": (40.0, -2.0)}  # the rule fitted on the encoder gate's P

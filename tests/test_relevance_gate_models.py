@@ -139,3 +139,28 @@ def test_an_italian_question_answered_only_by_an_english_card_is_answered_from_i
         services.settings.safety.cross_language_gate = rules
     assert off["status"] == "no_certified_info" and off["links"] == []
     assert "cross_language" not in off["trace"]["safety"]["relevance"]
+
+
+@pytest.fixture(scope="module")
+def services_encoder_it(services):
+    """The same index with the tuned query encoder on Italian questions (embedding.query_encoder=shipped)."""
+    from chatbot.pipeline import Services
+
+    settings = services.settings.model_copy(deep=True)
+    settings.embedding.query_encoder, settings.embedding.query_encoder_languages = "shipped", ["it"]
+    return Services(settings)
+
+
+@pytest.mark.parametrize(
+    ("question", "status", "key"),
+    [
+        ("Posso bere caffè in gravidanza?", "answered", "e5-onnx+query-encoder-288116e01927[it]"),
+        ("Quali sono i sintomi del glaucoma?", "no_certified_info", "e5-onnx+query-encoder-288116e01927[it]"),
+        ("Is it safe to drink coffee when pregnant?", "answered", "e5-onnx"),  # the encoder skips English
+    ],
+)
+def test_with_the_query_encoder_on_its_own_gate_decides(services_encoder_it, question, status, key):
+    ans = ask(services_encoder_it, question)
+    rel = ans["trace"]["safety"]["relevance"]
+    assert (rel["gate"], rel["gate_model"]) == ("classifier", key)
+    assert ans["status"] == status, rel

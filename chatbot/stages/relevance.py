@@ -105,8 +105,9 @@ def gate(
     }
     if safety.relevance_gate == "threshold" or not result.top:
         return by_threshold, {**trace, "relevant": by_threshold}
+    key = gate_key(services.settings, language)
     try:
-        model = load_gate(str(safety.relevance_gate_model), gate_key(services.settings, language))
+        model = load_gate(str(safety.relevance_gate_model), key)
     except ValueError as exc:
         if "has no relevance gate for embedder" not in str(exc):
             raise
@@ -123,6 +124,7 @@ def gate(
     return relevant, {
         **trace,
         "gate": "classifier",
+        "gate_model": key,
         "probability": round(p, 4),
         "probability_threshold": threshold_p,
         "relevant": relevant,
