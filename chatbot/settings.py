@@ -169,7 +169,8 @@ class EmbeddingSettings(_Group):
         default="none",
         description="Fine-tuned e5 QUERY encoder (models/query_encoder, chatbot/query_encoder.py) for retrieval "
         'question vectors over the unchanged e5-onnx index: "shipped", a folder, or none. When set, the query '
-        "adapter is not used; the gate and red flags keep raw e5 (query-encoder-s12.md).",
+        "adapter is not used; red flags keep raw e5 (query-encoder-s12.md). The relevance gate fitted for the "
+        "encoder (gate.json entry relevance.gate_key) judges the questions it reads; none fitted: threshold gate.",
     )
     query_encoder_languages: list[str] = Field(
         default=[], description="Question languages the query encoder applies to ([]: every question)."
