@@ -167,10 +167,9 @@ class EmbeddingSettings(_Group):
     )
     query_encoder: str = Field(
         default="none",
-        description="Fine-tuned e5 QUERY encoder (models/query_encoder, chatbot/query_encoder.py) for retrieval "
-        'question vectors over the unchanged e5-onnx index: "shipped", a folder, or none. When set, the query '
-        "adapter is not used; red flags keep raw e5 (query-encoder-s12.md). The relevance gate fitted for the "
-        "encoder (gate.json entry relevance.gate_key) judges the questions it reads; none fitted: threshold gate.",
+        description='Fine-tuned e5 QUERY encoder (models/query_encoder) for retrieval question vectors: "shipped", '
+        "a folder, or none. Replaces the query adapter; red flags keep raw e5. The gate fitted for it judges the "
+        "questions it reads (relevance.gate_key; none fitted: threshold gate; gate-s13.md).",
     )
     query_encoder_languages: list[str] = Field(
         default=[], description="Question languages the query encoder applies to ([]: every question)."
