@@ -115,3 +115,31 @@ def test_mixed_rows_take_the_swapped_languages_rows_and_keep_only_questions_both
     kept, mixed = mix(base, swapped)
     assert [r["v"] for r in kept] == ["off", "off"] and [r["v"] for r in mixed] == ["off", "on"]
     assert [r["language"] for r in mixed] == ["en", "it"]  # it2 has no encoder row: left out of both
+
+
+def test_rescore_puts_the_reference_gates_p_and_decision_on_a_rows_own_features() -> None:
+    from chatbot.stages.relevance_gate import parse_gate
+    from evaluation.redteam.gate_rows_mix import rescore
+
+    model = parse_gate({"features": list(FEATURES), "models": {"e5-onnx": _entry(0.85)}}, "e5-onnx")
+    feats = {f: 0.0 for f in FEATURES} | {"dense_best": 0.87}
+    row = rescore({"features": feats, "probability": 0.1, "shipped_relevant": False}, model)
+    assert (row["probability"], row["shipped_relevant"]) == (round(1 / (1 + math.exp(-0.2)), 4), True)
+    skipped = {"skipped": "unsupported language", "features": None}
+    assert rescore(skipped, model) is skipped
+
+
+def test_pair_counts_the_questions_only_one_configuration_decides_right() -> None:
+    from evaluation.redteam.gate_pair import pair
+
+    def r(i: int, lang: str, in_scope: bool) -> dict:
+        return {"source": "gate_dev.jsonl", "id": str(i), "group": "gate_dev.jsonl", "gate_language": lang,
+                "in_scope": in_scope}  # fmt: skip
+
+    rows = [r(0, "it", True), r(1, "it", False), r(2, "it", False), r(3, "en", True)]
+    a = {"gate_dev.jsonl|0": True, "gate_dev.jsonl|1": False, "gate_dev.jsonl|2": True, "gate_dev.jsonl|3": True}
+    # b refuses 0 (wrong), 1 and 2 (right): 2 of its 3 refusals out of scope
+    b = {**a, "gate_dev.jsonl|0": False, "gate_dev.jsonl|2": False}
+    lines = pair(rows, a, b)
+    assert lines[0].endswith("| 0 vs 0 (p 1.0) |")  # English, gate sets: the same decisions
+    assert lines[2] == "| it | gate sets | 1.000 / 0.500 / 1.000 | 0.667 / 1.000 / 0.000 | 1 vs 1 (p 1.0) |"
