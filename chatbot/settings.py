@@ -634,6 +634,14 @@ class LogicalSettings(_Group):
         description="not_listed_discount applies to questions whose every exclusion cue asks for alternatives "
         "('other than', 'apart from', 'tranne', 'oltre a'; not 'excluding', 'without mentioning', 'senza'), or to all.",
     )
+    question_ce_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Exclusion route: the top question_ce_top segments of the composed order get + weight × z(the "
+        "question reranker's score of the WHOLE question) on the log score, the rest stay below (one more "
+        "cross-encoder pass). 0: off (NegConstraint train +3-4 questions, evaluation/results/negation-s13.md).",
+    )
+    question_ce_top: int = Field(default=5, ge=1, description="Segments rescored by question_ce_weight.")
     positive_source: Literal["terms", "pipeline"] = Field(
         default="terms",
         description="terms: the decomposition's term scores rank (ITLR); pipeline: the question's positive part is "

@@ -84,6 +84,9 @@ class LogicalConfig:
     not_listed_discount: float = 0.5
     not_about_boost: float = 0.0
     not_listed_scope: str = "alternatives"  # alternatives: only when every cue asks for alternatives ("other than")
+    # question_rescore: the composed top-k + weight × z(CE of the whole question) (0: off; negation-s13.md)
+    question_ce_weight: float = 0.0
+    question_ce_top: int = 5
 
     def __post_init__(self) -> None:
         if self.mode not in ("fuzzy", "probabilistic"):
@@ -142,6 +145,8 @@ _SETTING_FIELDS = (
     "not_listed_discount",
     "not_about_boost",
     "not_listed_scope",
+    "question_ce_weight",
+    "question_ce_top",
     "final",
     "per_term_k",
     "include_question",

@@ -57,6 +57,7 @@ from chatbot.logical.detect import Detection, analyse
 from chatbot.logical.hydoc_terms import hydoc_term_vectors
 from chatbot.logical.positive_scores import other_language_hits, positive_rerankers, term_scores
 from chatbot.logical.query import Node, negative_terms, positive_terms, terms, to_string
+from chatbot.logical.question_rescore import question_rescore
 from chatbot.logical.rescore import cross_encoder_rescore, plausibility_rescore, term_cross_encoder
 from chatbot.logical.scoring import (
     aggregate_documents,
@@ -220,6 +221,9 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
         final = timed(timings, "rerank", rerank)
 
+    if config.question_ce_weight and rerankers and final_mode != "rerank":  # the whole question on the top k
+        args = (question, candidates, final, rerankers[0], config.question_ce_weight, config.question_ce_top)
+        final = timed(timings, "question_rescore", lambda: question_rescore(*args))
     mentions = None
     sentence_note = None
     if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
