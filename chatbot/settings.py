@@ -639,7 +639,7 @@ class LogicalSettings(_Group):
         ge=0.0,
         description="Exclusion route: the top question_ce_top segments of the composed order get + weight × z(the "
         "question reranker's score of the WHOLE question) on the log score, the rest stay below (one more "
-        "cross-encoder pass). 0: off (NegConstraint train +3-4 questions, evaluation/results/negation-s13.md).",
+        "cross-encoder pass). 0: off (0.05 on NegConstraint: train S@1 +0.020, test -0.013; negation-s13.md).",
     )
     question_ce_top: int = Field(default=5, ge=1, description="Segments rescored by question_ce_weight.")
     positive_source: Literal["terms", "pipeline"] = Field(

@@ -1,8 +1,9 @@
 """The whole question as one more positive signal on the exclusion route (``logical.question_ce_weight``): the
 top ``question_ce_top`` segments of the composed order are read by the question's reranker against the WHOLE
 question, and their score becomes log(composed) + weight · z(reranker score), z over those segments; every other
-candidate stays below them in its own order. Opt-in: on NegConstraint's train split it was the one signal that
-added to the decomposition out of fold (evaluation/results/negation-s13.md)."""
+candidate stays below them in its own order. Opt-in, off by default: on NegConstraint it was the one signal that added
+to the decomposition out of fold on train, but at 0.05 test Success@1 went 0.557 -> 0.544 (one exclusion up, two
+down: the whole question names the excluded things; evaluation/results/negation-s13.md)."""
 
 from __future__ import annotations
 
