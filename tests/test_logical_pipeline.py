@@ -275,3 +275,18 @@ def test_documents_add_a_share_of_their_second_best_segment():
     assert [(h.segment.id, h.score) for h in aggregate_documents(hits, 0.0)] == [("c1", 0.9), ("a1", 0.8), ("b1", 0.7)]
     got = [(h.segment.id, round(h.score, 6)) for h in aggregate_documents(hits, 0.5)]
     assert got == [("b1", 1.0), ("c1", 0.9), ("a1", 0.85)]
+
+
+def test_the_whole_question_rescore_is_off_by_default_and_a_large_weight_brings_the_excluded_back(
+    tmp_path, fake_embedder
+):
+    """logical.question_ce_weight: the question's reranker reads the WHOLE question (excluded term included) on the
+    composed top k; at 0 nothing runs, and a weight that outweighs the composition lets the excluded thing win
+    again (why it is opt-in: evaluation/results/negation-s13.md, two-exclusion questions lost)."""
+    services = make_services(tmp_path, fake_embedder, "fusion")
+    off = logical.logical_retrieve("asthma other than fever", services, LogicalConfig())
+    heavy = logical.logical_retrieve(
+        "asthma other than fever", services, LogicalConfig(question_ce_weight=5.0, question_ce_top=5)
+    )
+    assert docs_of(off)[0] == "positive" and "question_rescore" not in off.timings_ms
+    assert docs_of(heavy)[0] == "distractor" and "question_rescore" in heavy.timings_ms
