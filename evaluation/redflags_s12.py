@@ -2,10 +2,11 @@
 
 ``python -m evaluation.redflags_s12 dump OUT.json [--model DIR]`` runs ``chatbot.stages.redflags.screen`` (the
 patient path's code, the rules of the checkout it runs in) with a folder's models and bars on every message of:
-the red-flag sets v1-v6 (v5 and v6: no shipped model trained on them), the measure-on questions
-(``redflag_ordinary.MEASURE_FILES``, never training data) and the ordinary training pool
+the red-flag sets v1-v7 (v5, v6 and v7: no shipped model trained on them; v7 added in session 13), the measure-on
+questions (``redflag_ordinary.MEASURE_FILES``, never training data) and the ordinary training pool
 (``redflag_ordinary.ordinary_rows``: in-sample for the models, still a check that a rule adds no alarm; id: a hash
-of the text). One JSON object per message (set, id, language, gold, action, fired, actions), no text.
+of the text). One JSON object per message (set, id, language, gold, action, fired, actions; since session 13 also
+the rules that counted, the gate's combined score and the calm frames), no text.
 ``python -m evaluation.redflags_s12 compare A.json B.json [--md OUT.md]``: recall and false alarms per set and
 language, and per message what B gained / lost against A with an exact two-sided McNemar p.
 """
@@ -19,7 +20,7 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-RF_SETS = ("testset-v6", "testset-v5", "testset", "testset-v2", "testset-v3", "testset-v4")
+RF_SETS = ("testset-v7", "testset-v6", "testset-v5", "testset", "testset-v2", "testset-v3", "testset-v4")
 LABELS = ("evaluation/results/redflags-false-alarms-s10.labels.json", "evaluation/results/redflags-s11.labels.json")
 
 
@@ -59,6 +60,9 @@ def dump(out: Path, model: Path | None) -> None:
     for r in rows:
         s = redflags.screen(r["text"], clf, ctx)
         r["fired"], r["actions"] = s.urgent, list(s.actions)
+        r["rules"] = [f.category for f in s.rule_flags]
+        tr = (s.classifier or {}).get("context") or {}
+        r["mixed"], r["framing"] = tr.get("combined"), tr.get("framing", [])
         del r["text"]  # ids only: the sets are in the repository
     out.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n]\n", encoding="utf-8")
 

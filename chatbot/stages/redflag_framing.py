@@ -35,6 +35,13 @@ FRAMES: dict[str, list[str]] = {
         "died from", "passed away",
         # an anecdote: "her baby once went blue during a feed" (session 12)
         "once went|had|turned|got|stopped|fainted|collapsed", "una volta e diventat*|svenut*",
+        # an earlier birth or pregnancy, and an event that is over (session 13): "after my first birth",
+        # "al primo parto", "it stopped on its own", "she's all good now", "poi si e risolto"
+        "first birth", "previous birth", "last birth", "previous pregnancy", "previous delivery", "first labour",
+        "first labor", "primo parto", "parto precedente", "gravidanza precedente", "precedente gravidanza",
+        "scorso parto", "all good now", "fine since", "stopped on its own", "went away on its own",
+        "passed on its own", "settled on its own", "passato da solo", "passata da sola", "si e risolto",
+        "si e risolta", "e tutto passato",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",

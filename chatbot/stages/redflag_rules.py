@@ -65,7 +65,8 @@ class RedFlag:
 
 
 # Symptom concepts a negation can cancel ("no bleeding", "nessun dolore"). Not SELF_HARM (a denial next to a
-# crisis is no reassurance), not the movement concepts (reduced movements are said with "no"/"non").
+# crisis is no reassurance; only a denial that reassures, "I'm not suicidal, don't worry", cancels it:
+# ``redflag_scope.reassured_denial``), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
     "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
     "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM".split()
@@ -87,8 +88,11 @@ def _scoped_terms(
         neg = scope.negated(toks, clauses)
     raw = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
     found = {name: [m for m in ms if name not in NEGATABLE or not neg[m.start]] for name, ms in raw.items()}
+    denied = [m for m in raw["SELF_HARM"] if scope.reassured_denial(toks, clauses, m.start, m.end)]
+    found["SELF_HARM"] = [m for m in found["SELF_HARM"] if m not in denied]
     if dropped is not None:  # the token positions of the negated symptom terms
         dropped.update(k for name in NEGATABLE for m in raw[name] if neg[m.start] for k in range(m.start, m.end))
+        dropped.update(k for m in denied for k in range(m.start, m.end))
     raw_symptoms = {m.start for name in NEGATABLE for m in raw[name]}
     moves = {m.start for m in found["MOVE"] + found["KICKS"]}
 

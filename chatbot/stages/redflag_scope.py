@@ -46,7 +46,17 @@ PSEUDO_NEXT: dict[str, frozenset[str]] = {
     "neanche": frozenset("se quando con col coi".split()),
     "nemmeno": frozenset("se quando con col coi".split()),
 }
-EVEN_IF = frozenset("if when with".split())  # "not even if I shout": a pseudo-negation after "not even"
+EVEN_IF = frozenset("if when with".split())
+# "non è svenuto", "non si è soffocato", "non mi si sono rotte le acque" (session 13): Italian "non" + an
+# auxiliary negates the participle phrase right after it (``COPULA_SCOPE`` words), unless a word of
+# ``COPULA_PSEUDO`` follows ("non è che...", "non è normale che...", "non è più sveglio", "non sono sicura")
+COPULA_AUX: tuple[tuple[str, ...], ...] = (
+    ("mi", "si", "sono"), ("si", "e"), ("mi", "e"), ("si", "sono"), ("mi", "sono"), ("si", "era"), ("e",), ("era",),
+)  # fmt: skip
+COPULA_SCOPE = 3
+COPULA_PSEUDO = frozenset(
+    "che piu mai normale sicura sicuro certa certo possibile vero giusto cosi mica proprio ancora stato stata".split()
+)  # "not even if I shout": a pseudo-negation after "not even"
 # negation words that also say "no movements"; what may precede one opening a list of negated findings
 # ("and I have no itching"); words after one that make it a time ("nothing since yesterday", "niente da ieri")
 NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
@@ -159,6 +169,13 @@ def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
             start = i + 2
             if toks[start : start + 1] == ["mai"]:
                 start += 1
+        elif tok in {"non", "nun"}:
+            aux = next((a for a in COPULA_AUX if tuple(toks[i + 1 : i + 1 + len(a)]) == a), None)
+            after = i + 1 + len(aux) if aux else n
+            if aux and after < n and toks[after] not in COPULA_PSEUDO:
+                for k in range(i + 1, min(n, after + COPULA_SCOPE)):  # the auxiliary too: "si sono rotte"
+                    out[k] = True
+            continue
         if start is None:
             continue
         end = start
@@ -203,4 +220,30 @@ def present_danger(toks: Sequence[str], clauses: Sequence[int], symptom_at: Sequ
             near = (start - before <= s < start) or (start <= s < end + after)
             if near and clauses[s] == clauses[start]:
                 return True
+    return False
+
+
+# a denial that reassures the reader (session 13): "I'm not suicidal or anything, don't worry", "non voglio
+# uccidermi, tranquilli"
+REASSURANCE = ("do not worry", "dont worry", "don t worry", "or anything", "nothing like that", "not like that",
+               "no need to worry", "tranquilli", "tranquille", "tranquilla", "tranquillo", "state tranquilli",
+               "non preoccupatevi", "non preoccuparti", "niente del genere", "nulla del genere")  # fmt: skip
+CONTRAST = frozenset("but however though although yet except ma pero però eppure tranne comunque".split())
+DENIAL_BEFORE = 3  # words between the negation and the self-harm term it denies
+REASSURANCE_AFTER = 6  # words after the term within which the reassurance must come
+
+
+def reassured_denial(toks: Sequence[str], clauses: Sequence[int], start: int, end: int) -> bool:
+    """Whether the self-harm term at ``toks[start:end]`` is denied and the denial reassures: a negation
+    ("not", "never", "non", "no") at most ``DENIAL_BEFORE`` words before it in its clause, and a reassurance
+    ("don't worry", "or anything", "tranquilli") within ``REASSURANCE_AFTER`` words after it, no "but / ma"
+    between. A bare denial next to a crisis ("I'm not suicidal but I have the pills ready") still counts."""
+    before = range(max(0, start - DENIAL_BEFORE), start)
+    if not any(toks[k] in TRIGGERS | {"non", "nun"} and clauses[k] == clauses[start] for k in before):
+        return False
+    for k in range(end, min(len(toks), end + REASSURANCE_AFTER)):
+        if toks[k] in CONTRAST:  # "non voglio uccidermi ma ci penso ogni notte": the contrast says more
+            return False
+        if any(_phrase_at(toks, k, p) for p in REASSURANCE):
+            return True
     return False
