@@ -102,3 +102,42 @@ def test_an_earlier_birth_or_an_event_that_is_over_is_past(text: str) -> None:
 )  # fmt: skip
 def test_a_negated_context_beside_a_present_sign_still_fires(text: str, expected: list[str]) -> None:
     assert categories(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Oggi mi sono tagliata le braccia col rasoio, più del solito, ma tutto ok",
+        "I cut my wrists last night, it's fine now really",
+        "been cutting myself again since the baby came",
+    ],
+)
+def test_an_act_of_self_injury_is_a_present_danger_whatever_the_frame(text: str) -> None:
+    assert categories(text) == SELF_HARM
+    assert present_danger(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mi sono tagliata il dito affettando il pane, come lo medico?",
+        "I haven't cut my arms in over a year and I'm proud of it",
+        "non mi sono tagliata le braccia da mesi, la terapia funziona",
+    ],
+)
+def test_a_cut_finger_or_a_denied_act_is_not_self_injury(text: str) -> None:
+    assert SELF_HARM[0] not in categories(text)
+    assert not present_danger(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("o piccerillo s'ha magnato 'e pillole d' 'a nonna", ["overdose"]),
+        ("la bimba se magnata le palline di naftalina dell'armadio", ["overdose"]),
+        ("my toddler has eaten two mothballs from the wardrobe", ["overdose"]),
+        ("il bimbo s'è magnato un biscotto intero, è normale che abbia sete?", []),
+    ],
+)
+def test_dialect_eating_and_mothballs(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected

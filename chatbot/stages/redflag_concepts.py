@@ -168,6 +168,15 @@ CONCEPTS: dict[str, list[str]] = {
         "non vedo motivi|motivo per restare|vivere", "nessun motivo per vivere|restare", "no reason to stay|go on",
         "le|gli tappo la bocca", "tapparle|tappargli la bocca", "pillow over her|his face",
     ],
+    # an act of self-injury told in the first person (session 13): self-harm whatever frames the message
+    # ("mi sono tagliata le braccia ... ma tutto ok"), a present danger for ``present_danger``
+    "SELF_INJURY": [
+        "cut my arms|wrists|legs|thighs|arm|wrist|leg|thigh", "cutting my arms|wrists|legs|thighs|arm|wrist",
+        "been cutting myself|again", "burned|burnt myself on purpose",
+        "mi sono tagliat* le|i|il braccia|polsi|polso|braccio|gambe|cosce",
+        "mi taglio le|i|il braccia|polsi|gambe|cosce",
+        "tagliat* le braccia|gambe|cosce", "tagliat* i polsi", "mi sono ferit* apposta", "mi sono bruciat* apposta",
+    ],
     # a sign that makes a present statement of danger (``present_danger``), no rule of its own
     "FOAM": ["schiuma alla|dalla bocca", "bocca piena di schiuma", "foam* at the mouth", "bava alla bocca"],
     "OVERDOSE": [
@@ -183,11 +192,12 @@ CONCEPTS: dict[str, list[str]] = {
     ],
     "SWALLOWED": [
         "swallowed", "has eaten", "ate", "ingerito", "inghiottito", "ha mangiato", "ingoiato", "ingoiata", "ingoiati",
-        "ingoiate",
+        "ingoiate", "si e mangiat*", "s e mangiat*", "s ha magnat*", "s e magnat*", "se magnat*",
     ],
     "MEDS": [
         "pills", "tablets", "medicine*", "capsules", "battery", "batteries", "bleach", "pastigli*", "compress*",
         "pillol*", "farmac*", "pila", "pile", "batteri*", "candeggina", "detersivo",
+        "mothball*", "naftalina", "antitarme",
     ],
     "COLLAPSE": [
         "unconscious", "passed out", "fainted", "collapsed", "not waking up", "svenut*", "svenimento",

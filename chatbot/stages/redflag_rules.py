@@ -46,7 +46,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
         [(("BABY|NEWBORN", "FLOPPY"), 12)],
         [(("BABY|NEWBORN", "BREATHING"), 12)],
     ],
-    "self_harm_or_harming_the_baby": [[(("SELF_HARM",), None)]],
+    "self_harm_or_harming_the_baby": [[(("SELF_HARM",), None)], [(("SELF_INJURY",), None)]],
     "overdose": [[(("OVERDOSE",), None)], [(("SWALLOWED", "MEDS"), 6)]],
     "collapse": [[(("COLLAPSE",), None)]],
 }
@@ -69,7 +69,7 @@ class RedFlag:
 # ``redflag_scope.reassured_denial``), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
     "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
-    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM".split()
+    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 
@@ -162,6 +162,8 @@ def present_danger(text: str, max_tokens: int = 400) -> bool:
     """Whether the message states a symptom as happening now ("and now I'm bleeding", "da stamattina"):
     such a message is not read as past, hypothetical or study (``redflag_scope.present_danger``)."""
     toks, clauses, found = _scoped_terms(text, max_tokens)
+    if found["SELF_INJURY"]:  # "mi sono tagliata le braccia ... ma tutto ok": an act told, whatever the frame
+        return True
     symptom_at = sorted({m.start for name in SYMPTOMS for m in found[name]})
     return scope.present_danger(toks, clauses, symptom_at)
 
