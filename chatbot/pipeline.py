@@ -59,12 +59,16 @@ class Services:
         encoder, chatbot/query_encoder.py) replaces both when set."""
         from chatbot.query_adapter import BASE_EMBEDDER as ADAPTER_BASE
         from chatbot.query_adapter import retrieval_embedder
-        from chatbot.query_encoder import query_encoder_embedder
+        from chatbot.query_encoder import effective_setting, query_encoder_embedder
         from chatbot.resources import shipped_model, workspace_root
 
         e = self.settings.embedding
         tuned = query_encoder_embedder(
-            self.embedder, e.query_encoder, workspace_root(), e.threads, e.query_encoder_languages or None
+            self.embedder,
+            effective_setting(e.query_encoder, e.model),
+            workspace_root(),
+            e.threads,
+            e.query_encoder_languages or None,
         )
         if tuned is not None:  # the tuned encoder replaces the adapter (which was fitted to raw e5 vectors)
             return tuned

@@ -171,6 +171,15 @@ class TunedQueryEmbedder:
         return self.raw.embed_passages(texts)
 
 
+def effective_setting(setting: str, model: str) -> str:
+    """``embedding.query_encoder`` as it applies to ``embedding.model``: "auto" is "shipped" for e5-onnx (the index
+    the encoder was tuned for) and "none" for any other embedder; other values unchanged."""
+    setting = (setting or "").strip()
+    if setting.lower() == "auto":
+        return "shipped" if model == "e5-onnx" else "none"
+    return setting
+
+
 def encoder_folder(setting: str, root: Path) -> Path | None:
     """The encoder folder ``embedding.query_encoder`` names ("shipped" or a folder, relative to ``root``), None
     for "none"/empty."""

@@ -24,8 +24,12 @@ SHIPPED_SHA12 = json.loads((shipped_model("query_encoder") / "encoder.json").rea
 
 
 def test_the_gate_key_names_the_embedder_and_the_encoders_weights_and_languages() -> None:
-    assert gate_key(Settings()) == "e5-onnx"  # encoder off by default
-    on = Settings(embedding={"query_encoder": "shipped"})
+    default = Settings()  # auto: the shipped encoder over e5-onnx, for Italian questions only
+    assert gate_key(default, "it") == f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    assert gate_key(default, "en") == "e5-onnx"
+    assert gate_key(Settings(embedding={"model": "minilm"}), "it") == "minilm"  # auto: no encoder for other indexes
+    assert gate_key(Settings(embedding={"query_encoder": "none"}), "it") == "e5-onnx"
+    on = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": []})
     assert gate_key(on) == f"e5-onnx+query-encoder-{SHIPPED_SHA12}"
     it = Settings(embedding={"query_encoder": "shipped", "query_encoder_languages": ["it"]})
     assert gate_key(it) == gate_key(it, "it") == f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
@@ -79,7 +83,10 @@ def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: 
     models = {"e5-onnx": _entry(0.85, [52.9, -1.8]), key: _entry(0.90, [40.0, -2.0])}
     path.write_text(json.dumps({"features": list(FEATURES), "models": models}))
     hits = [Hit(seg(f"d{i}", "t"), 1.0, {"dense": 0.87 - 0.01 * i}) for i in range(3)]
-    off = Settings(safety={"relevance_gate_model": path, "cross_language_gate": {"it": (52.9, -1.8)}})
+    off = Settings(
+        embedding={"query_encoder": "none"},
+        safety={"relevance_gate_model": path, "cross_language_gate": {"it": (52.9, -1.8)}},
+    )
     relevant, trace = gate("q", Result(hits, hits), FakeServices(off))
     assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))  # 10 * (0.87 - 0.85)
     assert rules_in_force(off) == {"it": (52.9, -1.8)}  # the setting, fitted with the plain gate
@@ -98,7 +105,9 @@ def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: 
 def test_an_encoder_setting_without_a_fitted_gate_falls_back_to_the_threshold_and_says_so(tmp_path: Path) -> None:
     path = tmp_path / "gate.json"
     path.write_text(json.dumps({"features": list(FEATURES), "models": {"e5-onnx": _entry(0.85, [52.9, -1.8])}}))
-    on = Settings(embedding={"query_encoder": "shipped"}, safety={"relevance_gate_model": path})
+    on = Settings(
+        embedding={"query_encoder": "shipped", "query_encoder_languages": []}, safety={"relevance_gate_model": path}
+    )
     hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.88})]
     relevant, trace = gate("q", Result(hits, hits), FakeServices(on))
     # never the plain embedder's classifier on the encoder's links: the threshold gate (raw e5 cosine, e5-onnx

@@ -102,8 +102,10 @@ def test_services_use_the_encoder_instead_of_the_adapter(tmp_path: Path, monkeyp
     seen = []
     monkeypatch.setattr(qe, "_windows", lambda folder, threads: seen.append(folder) or Windows())
     settings = Settings()
-    assert settings.embedding.query_encoder == "none"  # off by default
+    assert settings.embedding.query_encoder == "auto"  # the shipped one over e5-onnx, for Italian questions
+    assert settings.embedding.query_encoder_languages == ["it"]
     settings.embedding.query_encoder = str(tmp_path)
+    settings.embedding.query_encoder_languages = []  # every question, "q" included
     services = Services(settings)
     base = FakeEmbedder({"q": [0.8, 0.6, 0.0]})
     services.__dict__["embedder"] = base

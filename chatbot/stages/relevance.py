@@ -73,14 +73,14 @@ def gate_key(settings: Any, language: str | None = None) -> str:
     ("e5-onnx+query-encoder-<sha12>[it]"): the encoder changes the links and so the gate's features, so the gate
     fitted on its scores is used with it, never another one. A question the encoder skips (its language is not in
     query_encoder_languages) is retrieved as with the encoder off, and so judged by the plain embedder's gate."""
-    from chatbot.query_encoder import encoder_tag
+    from chatbot.query_encoder import effective_setting, encoder_tag
     from chatbot.resources import workspace_root
 
     e = settings.embedding
     languages = e.query_encoder_languages or None
     if language is not None and languages is not None and language not in languages:
         return e.model
-    tag = encoder_tag(e.query_encoder, workspace_root(), languages)
+    tag = encoder_tag(effective_setting(e.query_encoder, e.model), workspace_root(), languages)
     return e.model if tag is None else f"{e.model}+{tag}"
 
 
