@@ -63,9 +63,12 @@ class Services:
         from chatbot.resources import shipped_model, workspace_root
 
         e = self.settings.embedding
+        # auto reads the embedder actually built, as the adapter's auto does: another embedder (a test's, a
+        # plug-in's) goes without the encoder, which was tuned for e5-onnx's index only
+        built = "e5-onnx" if getattr(self.embedder, "name", None) == ADAPTER_BASE else "other"
         tuned = query_encoder_embedder(
             self.embedder,
-            effective_setting(e.query_encoder, e.model),
+            effective_setting(e.query_encoder, built),
             workspace_root(),
             e.threads,
             e.query_encoder_languages or None,

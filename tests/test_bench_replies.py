@@ -204,7 +204,7 @@ def test_the_versus_run_answers_with_services_built_from_its_own_settings(tmp_pa
         cards=None, out=tmp_path, name="t",
     )  # fmt: skip
     assert bench.main_replies(args) == 0
-    assert built == ["none", "shipped"]
+    assert built == ["auto", "shipped"]
     result = json.loads((tmp_path / "replies-t.json").read_text(encoding="utf-8"))
     assert result["summary"]["all"]["key_fact_recall"] == 0.0
     assert result["versus"]["summary"]["all"]["key_fact_recall"] == 1.0

@@ -166,6 +166,7 @@ def test_services_wire_the_adapter_into_retrieval_not_into_the_red_flag_path(tmp
     base = FakeEmbedder({"q": [0.8, 0.6, 0.0]})
     save_adapter(tmp_path, np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]]), np.zeros(3))
     settings = Settings()
+    settings.embedding.query_encoder = "none"  # the tuned encoder (default auto) replaces the adapter when on
     settings.embedding.query_adapter = str(tmp_path)
     services = Services(settings)
     services.__dict__["embedder"] = base  # the cached_property's slot
@@ -197,6 +198,7 @@ def test_auto_uses_the_shipped_adapter_with_the_embedder_it_was_trained_for_only
 
     settings = Settings()
     assert settings.embedding.query_adapter == "auto" and settings.embedding.model == "e5-onnx"  # the defaults
+    settings.embedding.query_encoder = "none"  # the tuned encoder (default auto) replaces the adapter when on
     base = FakeEmbedder({"q": [0.8, 0.6, 0.0]})  # named as the e5-onnx embedder the adapter was trained for
     on = Services(settings)
     on.__dict__["embedder"] = base
