@@ -7,7 +7,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from chatbot.index import Hit
@@ -18,6 +17,7 @@ from chatbot.stages.cross_language_gate import rules_in_force
 from chatbot.stages.relevance import gate, gate_key
 from chatbot.stages.relevance_gate import FEATURES
 from evaluation.redteam.gate_rows_mix import mix
+from tests.gate_fakes import FakeServices, Result, ZeroCrossEncoder
 from tests.segments import seg
 
 SHIPPED_SHA12 = json.loads((shipped_model("query_encoder") / "encoder.json").read_text())["sha256"][:12]
@@ -47,23 +47,6 @@ def test_another_encoder_folder_gets_its_own_key_and_a_broken_one_a_clear_error(
         encoder_tag(str(tmp_path / "missing"), workspace_root())
 
 
-class ZeroCrossEncoder:
-    name = "cross-encoder"
-
-    def score(self, question, hits):
-        return np.zeros(len(hits))
-
-
-class Result:
-    def __init__(self, top, ranked):
-        self.top, self.ranked = top, ranked
-
-
-class FakeServices:
-    def __init__(self, settings):
-        self.settings, self.cross_encoder = settings, ZeroCrossEncoder()
-
-
 def _entry(bar: float, look: list[float] | None = None) -> dict:
     """A gate answering when the best cosine >= ``bar`` (weight 10 around it, P 0.5 exactly at it)."""
     n = len(FEATURES)
@@ -87,15 +70,16 @@ def test_the_encoders_own_gate_and_second_look_are_used_when_it_is_on(tmp_path: 
         embedding={"query_encoder": "none"},
         safety={"relevance_gate_model": path, "cross_language_gate": {"it": (52.9, -1.8)}},
     )
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(off))
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(off, ZeroCrossEncoder()))
     assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))  # 10 * (0.87 - 0.85)
     assert rules_in_force(off) == {"it": (52.9, -1.8)}  # the setting, fitted with the plain gate
     on = off.model_copy(deep=True)
     on.embedding.query_encoder, on.embedding.query_encoder_languages = "shipped", ["it"]
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "it")
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on, ZeroCrossEncoder()), "it")
     assert (relevant, trace["probability"]) == (False, round(1 / (1 + math.exp(0.3)), 4))  # 10 * (0.87 - 0.90)
     assert trace["gate_model"] == key  # the trace names the gate that decided
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(on), "en")  # not encoded: the plain gate
+    # not encoded: the plain gate
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on, ZeroCrossEncoder()), "en")
     assert (relevant, trace["probability"]) == (True, round(1 / (1 + math.exp(-0.2)), 4))
     assert rules_in_force(on) == {"it": (40.0, -2.0)}  # the rule fitted on the encoder gate's P
     on.safety.cross_language_gate = {}
@@ -109,7 +93,7 @@ def test_an_encoder_setting_without_a_fitted_gate_falls_back_to_the_threshold_an
         embedding={"query_encoder": "shipped", "query_encoder_languages": []}, safety={"relevance_gate_model": path}
     )
     hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.88})]
-    relevant, trace = gate("q", Result(hits, hits), FakeServices(on))
+    relevant, trace = gate("q", Result(hits, hits), FakeServices(on, ZeroCrossEncoder()))
     # never the plain embedder's classifier on the encoder's links: the threshold gate (raw e5 cosine, e5-onnx
     # English bar 0.87) decides, and the trace says why
     assert (relevant, trace["gate"]) == (True, "threshold")

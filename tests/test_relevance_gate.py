@@ -22,6 +22,7 @@ from chatbot.stages.relevance_gate import (
     unknown_words,
     unmatched_rare,
 )
+from tests.gate_fakes import FakeServices, Result, ZeroCrossEncoder
 from tests.segments import seg
 
 
@@ -352,24 +353,6 @@ def test_features_reuse_the_rerank_stages_cross_encoder_scores_and_judge_the_pos
 def test_no_bi_encoder_scores_means_no_features():
     hits = [Hit(seg("d0", "x"), 3.2, {"bm25": 3.2})]
     assert gate_features("q", hits, hits, "en") is None
-
-
-class ZeroCrossEncoder:
-    name = "cross-encoder"
-
-    def score(self, question, hits):
-        return np.zeros(len(hits))
-
-
-class Result:
-    def __init__(self, top, ranked):
-        self.top, self.ranked = top, ranked
-
-
-class FakeServices:
-    def __init__(self, settings, cross_encoder=None):
-        self.settings = settings
-        self.cross_encoder = cross_encoder
 
 
 def test_gate_decides_with_the_classifier_and_keeps_the_threshold_view(tmp_path):

@@ -1,0 +1,24 @@
+"""Stand-ins for the relevance gate's inputs in unit tests: a cross-encoder scoring every link 0, a rerank result
+and the services object the gate reads its settings and cross-encoder from."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ZeroCrossEncoder:
+    name = "cross-encoder"
+
+    def score(self, question, hits):
+        return np.zeros(len(hits))
+
+
+class Result:
+    def __init__(self, top, ranked):
+        self.top, self.ranked = top, ranked
+
+
+class FakeServices:
+    def __init__(self, settings, cross_encoder=None):
+        self.settings = settings
+        self.cross_encoder = cross_encoder
