@@ -6,11 +6,8 @@ from __future__ import annotations
 import pytest
 
 from chatbot.stages.redflag_framing import framing
-from chatbot.stages.redflag_rules import UNLESS, detect_red_flags
-
-
-def categories(text: str) -> list[str]:
-    return [f.category for f in detect_red_flags(text)]
+from chatbot.stages.redflag_rules import UNLESS
+from tests.redflag_categories import categories
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,12 @@ import pytest
 
 from chatbot.stages.redflag_emotion import neutral
 from chatbot.stages.redflag_framing import framing
-from chatbot.stages.redflag_rules import detect_red_flags, present_danger, without_negated
+from chatbot.stages.redflag_rules import present_danger, without_negated
+from tests.redflag_categories import categories
 
 FLOPPY = ["feverish_or_floppy_newborn"]
 BLUE = ["chest_pain_or_breathing", "feverish_or_floppy_newborn"]
 SELF_HARM = ["self_harm_or_harming_the_baby"]
-
-
-def categories(text: str) -> list[str]:
-    return [f.category for f in detect_red_flags(text)]
 
 
 @pytest.mark.parametrize(

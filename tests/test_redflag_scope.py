@@ -9,13 +9,9 @@ import pytest
 
 from chatbot.stages import redflag_scope as scope
 from chatbot.stages.redflag_framing import framing
-from chatbot.stages.redflag_rules import detect_red_flags, present_danger, without_negated
+from chatbot.stages.redflag_rules import present_danger, without_negated
 from chatbot.stages.redflags import screen
-
-
-def categories(text: str) -> list[str]:
-    return [f.category for f in detect_red_flags(text)]
-
+from tests.redflag_categories import categories
 
 # -- negation: a negated symptom does not fire its rule; another, present symptom still does -----------
 
