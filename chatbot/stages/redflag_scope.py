@@ -46,7 +46,7 @@ PSEUDO_NEXT: dict[str, frozenset[str]] = {
     "neanche": frozenset("se quando con col coi".split()),
     "nemmeno": frozenset("se quando con col coi".split()),
 }
-EVEN_IF = frozenset("if when with".split())
+EVEN_IF = frozenset("if when with".split())  # "not even if I shout": a pseudo-negation after "not even"
 # "non è svenuto", "non si è soffocato", "non mi si sono rotte le acque" (session 13): Italian "non" + an
 # auxiliary negates the participle phrase right after it (``COPULA_SCOPE`` words), unless a word of
 # ``COPULA_PSEUDO`` follows ("non è che...", "non è normale che...", "non è più sveglio", "non sono sicura")
@@ -56,7 +56,7 @@ COPULA_AUX: tuple[tuple[str, ...], ...] = (
 COPULA_SCOPE = 3
 COPULA_PSEUDO = frozenset(
     "che piu mai normale sicura sicuro certa certo possibile vero giusto cosi mica proprio ancora stato stata".split()
-)  # "not even if I shout": a pseudo-negation after "not even"
+)
 # negation words that also say "no movements"; what may precede one opening a list of negated findings
 # ("and I have no itching"); words after one that make it a time ("nothing since yesterday", "niente da ieri")
 NEGATION_WORDS = frozenset("no not nothing non nessun nessuna nessuno niente none".split())
