@@ -290,3 +290,14 @@ def test_the_whole_question_rescore_is_off_by_default_and_a_large_weight_brings_
     )
     assert docs_of(off)[0] == "positive" and "question_rescore" not in off.timings_ms
     assert docs_of(heavy)[0] == "distractor" and "question_rescore" in heavy.timings_ms
+
+
+def test_mention_knobs_carry_every_mention_setting_of_the_config():
+    from dataclasses import fields
+
+    config = LogicalConfig(mention_beta=7.0, mention_scorer="sentence", mention_sentence_orth=False, mention_lam=3.0)
+    knobs = config.mention_knobs()
+    assert {f.name: getattr(knobs, f.name) for f in fields(knobs)} == {
+        f.name: getattr(config, "mention_" + f.name) for f in fields(knobs)
+    }
+    assert (knobs.beta, knobs.scorer, knobs.sentence_orth, knobs.lam) == (7.0, "sentence", False, 3.0)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatbot.logical.compose import DEFAULT_OPERATORS, Calibration, Operators
+from chatbot.logical.exclusion import MentionKnobs
 
 FINAL_MODES = ("rerank-terms", "composed", "rerank")
 TERM_SCORERS = ("embedding", "llm-logprob", "cross-encoder")
@@ -107,6 +108,27 @@ class LogicalConfig:
             raise ValueError(f"not_listed_scope {self.not_listed_scope!r}: all or alternatives")
         if self.mention_scorer not in MENTION_SCORERS:
             raise ValueError(f"mention_scorer {self.mention_scorer!r}: one of {MENTION_SCORERS}")
+
+    def mention_knobs(self) -> MentionKnobs:
+        """The ``mention_*`` knobs, as ``exclusion.detect_mentions`` reads them."""
+        return MentionKnobs(
+            self.mention_beta,
+            self.mention_tau_entity,
+            self.mention_tau_concept,
+            self.mention_lam,
+            self.mention_weight,
+            self.mention_constraint,
+            self.mention_positive_min,
+            self.mention_drop_shared,
+            self.mention_scorer,
+            self.mention_head_shift,
+            self.mention_sentence_beta,
+            self.mention_sentence_tau_entity,
+            self.mention_sentence_tau_concept,
+            self.mention_sentence_lam,
+            self.mention_sentence_center,
+            self.mention_sentence_orth,
+        )
 
 
 # Settings fields copied as they are; and_op/or_op/not_op build ``ops``.

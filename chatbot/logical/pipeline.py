@@ -18,6 +18,8 @@ ranked by composed term scores; every other question takes the ``naive`` pipelin
      on the cosines, so reranking sharpens relevance without undoing the exclusion;
    - ``composed``: the composed score only;
    - ``rerank``: rerank the positive text and ignore the penalties (shows what an ordinary rerank undoes).
+   Opt-in (``question_ce_weight`` > 0, not with ``rerank``): ``question_rescore`` adds the reranker's score of
+   the WHOLE question on the composed top ``question_ce_top``.
 7. Optional OrLog predicate plausibility (``term_scorer`` "llm-logprob"): the top ``llm_candidates``
    segments of that order are rescored with every term's P(True) from one 1-token LLM completion each
    (``plausibility.py``), composed over the same tree (the exact probability in probabilistic mode) and
@@ -71,28 +73,6 @@ from chatbot.pipeline import RetrievalResult, Services, naive_pipeline, optional
 from chatbot.stage_progress import timed
 
 
-def knobs(config: LogicalConfig) -> exclusion.MentionKnobs:
-    """The mention knobs of ``config``."""
-    return exclusion.MentionKnobs(
-        config.mention_beta,
-        config.mention_tau_entity,
-        config.mention_tau_concept,
-        config.mention_lam,
-        config.mention_weight,
-        config.mention_constraint,
-        config.mention_positive_min,
-        config.mention_drop_shared,
-        config.mention_scorer,
-        config.mention_head_shift,
-        config.mention_sentence_beta,
-        config.mention_sentence_tau_entity,
-        config.mention_sentence_tau_concept,
-        config.mention_sentence_lam,
-        config.mention_sentence_center,
-        config.mention_sentence_orth,
-    )
-
-
 def _llm_of(services: Services) -> Any | None:
     llm = optional_llm(services)
     return llm if llm is not None and callable(getattr(llm, "complete", None)) else None
@@ -130,7 +110,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
 
         positive = detection.positive if detection else None
         cands, ranked, extra = pipeline_then_exclude(
-            question, query, positive, services, config, knobs(config), timings
+            question, query, positive, services, config, config.mention_knobs(), timings
         )
         info = {"route": "logical", "query": to_string(query), "query_source": source_info, **extra}
         info["detection"] = None if detection is None else {"negatives": list(detection.negatives)}
@@ -227,7 +207,7 @@ def logical_retrieve(question: str, services: Services, config: LogicalConfig | 
     mentions = None
     sentence_note = None
     if config.mention and negative_terms(query) and final_mode != "rerank":  # rerank ignores the exclusions
-        mention_knobs = knobs(config)
+        mention_knobs = config.mention_knobs()
         vecs = {t: term_vecs[names.index(t)] for t in negative_terms(query)}
         sentences = None
         if mention_knobs.scorer in ("sentence", "sentence+lexical"):
