@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from chatbot.logical.cues import STOPWORDS
+from chatbot.logical.cues import content_words
 from chatbot.logical.patient_cues import NOT_A_NOUN, TREATMENT
 
 # a clause opens: at the text's start, after punctuation or a dash, or with so/and/but/quindi/ma/e (cut with it)
@@ -192,10 +192,6 @@ _DET = re.compile(
 _CLAUSE_WORD = re.compile(r"\b(?:che|that|which|who|says|said|dice|dicono|told|is|are|was|è|sono|era)\b", re.I)
 
 
-def _content_words(text: str) -> int:
-    return sum(len(w) >= 3 and w.lower() not in STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
-
-
 def _is_x(x: str, kind: str) -> bool:
     """``x`` is a noun phrase (or a treatment / a gerund, as ``kind`` asks)."""
     words = re.findall(r"\w+'|\w+", x)
@@ -218,7 +214,7 @@ def _is_x(x: str, kind: str) -> bool:
 
 def _asks(rest: str) -> bool:
     """The text left once the stated clause is cut asks something, with at least two content words."""
-    return bool(_QUESTION.search(rest)) and _content_words(rest) >= 2
+    return bool(_QUESTION.search(rest)) and len(content_words(rest)) >= 2
 
 
 def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:

@@ -154,6 +154,11 @@ STOPWORDS = {
 }  # fmt: skip
 
 
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry content: three characters or more, not a ``STOPWORDS`` word."""
+    return [w for w in re.findall(r"[\wÀ-ÿ']+", text) if len(w) >= 3 and w.lower() not in STOPWORDS]
+
+
 # Lists (``detect._split_list``): a leading article or preposition, and the Italian preposition of a list item
 DET_OR_PREP = re.compile(
     r"^(?:(?:the|a|an|my|il|lo|la|i|gli|le|un|una|uno|al|allo|alla|ai|agli|alle|del|dello|della|dei|degli|"

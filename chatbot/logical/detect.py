@@ -52,11 +52,11 @@ from chatbot.logical.cues import (
     PREP_IT_LIST,
     RELATIVE_AFTER_COMMA,
     SENTINEL,
-    STOPWORDS,
     SUBSTITUTE,
     SUBSTITUTE_END,
     TERMINATOR,
     TRIVIAL,
+    content_words,
     cue_language,
 )
 from chatbot.logical.patient_cues import guarded_cues, noun_phrase, strip_plea
@@ -147,10 +147,6 @@ def _split_list(text: str, cue: str = "") -> list[str]:
     ):
         return [text]  # "the deaths of Catherine and Heathcliff": the list hangs on "of"
     return parts
-
-
-def _content(text: str) -> bool:
-    return any(len(w) >= 3 and w.lower() not in STOPWORDS for w in re.findall(r"[\wÀ-ÿ']+", text))
 
 
 def _clause_start(text: str, pos: int) -> int:
@@ -302,7 +298,7 @@ def analyse(question: str) -> Detection | None:
     positive = _clean_positive(" ".join(pieces))
 
     negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in TRIVIAL]
-    if not negatives or not _content(positive):
+    if not negatives or not content_words(positive):
         return None
     negatives = [n for n in negatives if n.lower() != positive.lower()]
     if not negatives:
