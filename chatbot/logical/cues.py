@@ -192,6 +192,7 @@ _IT_CUE_WORDS = {
 
 
 def cue_language(cue_text: str) -> str:
+    """The language of a cue as ``analyse`` found it: "it" for an Italian cue (by its first word), else "en"."""
     if cue_text == "non … ma":
         return "it"
     if re.match(r"in alternativa|alternativ[ae] (?:a|ad|al|allo|alla|ai|agli|alle|all')(?:\s|$|(?<=')|\b)", cue_text):

@@ -180,21 +180,27 @@ _PHRASE_END = re.compile(
 )
 
 
+# a sentence ends at "?", "!" or a full stop before a space (``_SENTENCE_END_AT``: or at the text's end)
+_SENTENCE_END = re.compile(r"[?!]|\.(?=\s)")
+_SENTENCE_END_AT = re.compile(r"[?!]|\.(?=\s|$)")
+
+
 def _sentence(text: str, pos: int) -> str:
     """The part of the sentence holding ``pos`` that comes before it."""
     start = 0
-    for m in re.finditer(r"[?!]|\.(?=\s)", text[:pos]):
+    for m in _SENTENCE_END.finditer(text[:pos]):
         start = m.end()
     return text[start:pos]
 
 
 def _phrase_rest(text: str, start: int) -> str:
     """The rest of the sentence from ``start``."""
-    m = re.compile(r"[?!]|\.(?=\s)").search(text, start)
+    m = _SENTENCE_END.search(text, start)
     return text[start : m.start() if m else len(text)]
 
 
 def _phrase(text: str, start: int) -> str:
+    """The phrase from ``start`` to the next punctuation, dash or plea ("please", "per favore"), stripped."""
     m = _PHRASE_END.search(text, start)
     return text[start : m.start() if m else len(text)].strip()
 
@@ -273,7 +279,7 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
         if noun_phrase(text, m.end()):
             out.append((m.start(), m.end(), " ".join(m.group(0).split()).lower()))
     for m in _ASKED_ALTERNATIVE.finditer(text, pos):
-        end = re.compile(r"[?!]|\.(?=\s|$)").search(text, m.start())
+        end = _SENTENCE_END_AT.search(text, m.start())
         if _SENTENCE_ASKS.search(_sentence(text, m.start()) + text[m.start() : end.end() if end else len(text)]):
             out.append((m.start(), m.end(), " ".join(m.group(0).lower().split())))
     for m in _ALTERNATIVE_TO.finditer(text, pos):
