@@ -111,10 +111,12 @@ def rrf(ce: np.ndarray, cos: np.ndarray, k: float = 60, w_ce: float = 0.5) -> np
 
 
 def positive(f: dict, **kw: Any) -> np.ndarray:
+    """The positive value of every segment: the product over positive terms of ``rrf`` (``kw`` its knobs)."""
     return np.prod([rrf(f["ce"][t], f["raw"][t], **kw) for t in f["pos"]], axis=0)
 
 
 def penalty(f: dict, alpha: float = 1.0) -> np.ndarray:
+    """The NOT penalty of every segment: the product over NOT terms of 1 - orthogonalised cosine, ^ ``alpha``."""
     return np.prod([np.clip(1 - f["orth"][t], 1e-6, None) for t in f["negs"]], axis=0) ** alpha
 
 
@@ -168,6 +170,8 @@ def category(f: dict) -> str:
 
 
 def diagnose(F: dict, out: Path | None) -> None:
+    """Print S@1/MRR of each signal alone and why the first document wins; the per-question rows to ``out``
+    (``.per_query.jsonl``)."""
     signals: dict[str, Callable[[dict], np.ndarray]] = {
         "today (positive x NOT penalty)": lambda f: positive(f) * penalty(f),
         "positive value alone (CE+dense RRF)": positive,
@@ -230,6 +234,9 @@ def _cv_linear(F: dict, cols: Sequence[Callable[[dict], np.ndarray]], folds: int
 
 
 def variants(F: dict) -> None:
+    """Print S@1/MRR for fusion and NOT-penalty variants on the cached features ``F``, then the out-of-fold S@1
+    of linear combinations (``_cv_linear``)."""
+
     def show(label: str, rank_of: Callable[[dict], int | None]) -> None:
         s = summary(F, rank_of)
         print(f"| {label} | {s['S@1']:.3f} | {s['MRR@10']:.3f} | {s['S@1 1 excl.']:.3f} | {s['S@1 2 excl.']:.3f} |")
@@ -282,6 +289,7 @@ def variants(F: dict) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``features`` (cache them), ``diagnose`` or ``variants`` on a split."""
     ap = argparse.ArgumentParser(prog="python -m evaluation.negation_s13", description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=("features", "diagnose", "variants"))
     ap.add_argument("--split", default="train")

@@ -168,6 +168,7 @@ def recall_lines(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> list[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: the reply-miss causes of a run (see the module docstring)."""
     from chatbot.pipeline import Services
     from chatbot.settings import load_settings
     from chatbot.stages.answer_first import answer_model_for

@@ -96,6 +96,7 @@ def build_query(question: str, services: Services, config: LogicalConfig) -> tup
 
 
 def logical_retrieve(question: str, services: Services, config: LogicalConfig | None = None) -> RetrievalResult:
+    """``question`` ranked by the logical route (steps 1-9 above), or the naive pipeline when nothing is excluded."""
     config = config or config_for(services.settings)
     timings: dict[str, float] = {}
     detection, query, source_info = timed(timings, "logical_query", lambda: build_query(question, services, config))
