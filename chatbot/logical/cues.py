@@ -81,7 +81,6 @@ def _cue_pattern(p: str) -> str:
 
 
 CUE_RE = re.compile("|".join(f"(?:{_cue_pattern(p)})" for p, _ in _CUES), re.IGNORECASE)
-_CUE_PARTS = [(re.compile(_cue_pattern(p), re.IGNORECASE), lang) for p, lang in _CUES]
 
 IMPERATIVE = re.compile(
     r"^\s*(?:please\s+)?(?:provide|describe|introduce|give|tell\s+me\s+about|explain|summari[sz]e|list|present|"
