@@ -217,6 +217,23 @@ def _asks(rest: str) -> bool:
     return bool(_QUESTION.search(rest)) and len(content_words(rest)) >= 2
 
 
+# after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
+# it", "perché l'ho misurata") and its comma or dash
+_CUT_END = re.compile(
+    r"(?:\s+(?:already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit))*"
+    r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
+    r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
+    r"\s*(?:[,;:]|\s[-–—]|\.(?=\s))?\s*",
+    re.I,
+)
+
+
+def _cut_end(text: str, pos: int) -> int:
+    """End of the region to cut after X: the stated clause's own words ("already", "for me") and its comma."""
+    m = _CUT_END.match(text, pos)
+    return m.end() if m else pos
+
+
 def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
     """(start, end of the cut, X, cue) for every stated exclusion in ``text``, earliest first, not overlapping."""
     found: list[tuple[int, int, str, str]] = []
@@ -247,20 +264,3 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
         if not out or f[0] >= out[-1][1]:
             out.append(f)
     return out
-
-
-def _cut_end(text: str, pos: int) -> int:
-    """End of the region to cut after X: the stated clause's own words ("already", "for me") and its comma."""
-    m = _CUT_END.match(text, pos)
-    return m.end() if m else pos
-
-
-# after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
-# it", "perché l'ho misurata") and its comma or dash
-_CUT_END = re.compile(
-    r"(?:\s+(?:already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit))*"
-    r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
-    r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
-    r"\s*(?:[,;:]|\s[-–—]|\.(?=\s))?\s*",
-    re.I,
-)
