@@ -138,3 +138,16 @@ def test_a_cut_finger_or_a_denied_act_is_not_self_injury(text: str) -> None:
 )
 def test_dialect_eating_and_mothballs(text: str, expected: list[str]) -> None:
     assert categories(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "non è svenuta, sanguina tanto a 30 settimane",
+        "non è svenuta, perde tanto sangue a 30 settimane",
+        "Non è svenuta. Sanguina tanto a 30 settimane",
+    ],
+)
+def test_italian_auxiliary_negation_stops_at_its_clause(text: str) -> None:
+    # "non è X" denies X, not the sign said in the next clause or sentence
+    assert categories(text) == ["bleeding_in_pregnancy"]

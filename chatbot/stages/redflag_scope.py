@@ -174,6 +174,8 @@ def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
             after = i + 1 + len(aux) if aux else n
             if aux and after < n and toks[after] not in COPULA_PSEUDO:
                 for k in range(i + 1, min(n, after + COPULA_SCOPE)):  # the auxiliary too: "si sono rotte"
+                    if k >= after and clauses[k] != clauses[after]:  # "non è svenuta. Perde sangue": not denied
+                        break
                     out[k] = True
             continue
         if start is None:
