@@ -236,6 +236,12 @@ def _answer(
     # (answer-first extractive replies only, which name their answering document; not an exclusion question's links)
     pool = services.settings.retrieval.answer_pool
     extra = None
+    if rescued is None and ccfg.mode == "extractive" and not chosen.excluded:
+        # retrieval.cross_language_pick: an other-language card that answers where the own-language links do not
+        from chatbot.stages.cross_language_pick import pick_for
+
+        rescued, picked = pick_for(result, services, reply_lang, query)
+        safety_trace.update(picked)
     if rescued is not None:  # answered because of this document: the reply is its own, and it is linked first
         from chatbot.stages.cross_language_gate import mixed_view
 

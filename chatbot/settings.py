@@ -209,6 +209,13 @@ class RetrievalSettings(_Group):
         "link's cosine joins the composer's pool, linked first only if it answers: English cards can answer "
         "Italian questions, Italian links stay unless beaten (dev +1, none lost); {} off (italian-answer-pool-s9.md).",
     )
+    cross_language_pick: dict[str, tuple[float, float]] = Field(
+        default={"it": (0.02, 0.82)},
+        description="{question language: (margin, twin)}: an other-language card (multilingual USE) that beats the "
+        "best own-language link by margin, is no link's twin (centroid cosine < twin) and whose topic no link names "
+        "is linked first and answers (chatbot.stages.cross_language_pick; Italian dev replay +13/-1, "
+        "crosslang-s13.md). {}: off.",
+    )
     answer_pool_source: Literal["separate", "candidates"] = Field(
         default="separate",
         description="Where answer_pool's other-language document comes from. separate: the first document of a "

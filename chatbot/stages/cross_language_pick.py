@@ -1,0 +1,141 @@
+"""Which language's card answers (retrieval.cross_language_pick): an Italian question whose answering
+card exists only in English is linked to Italian cards on other topics, because e5-small puts every Italian
+passage above the English ones for an Italian question (evaluation/results/crosslang-s13.md). A translation-trained
+encoder (multilingual USE) scores both languages on one scale; ``other_language_pick`` names the English document
+to link first when
+
+- its best segment beats the question's best link in the question's language by ``margin`` (USE cosine),
+- it is not the twin of a link in the question's language (document centroids closer than ``twin``: the Italian
+  card on the same topic keeps priority), and
+- no link in the question's language names its topic (a word of the question and of the English title, first
+  five letters, found in that link's text: "caffè" in the Italian nutrition card keeps the coffee question Italian).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chatbot.stages.answer_select import _GENERIC, _stems
+
+MARGIN = 0.02  # leave-one-set-out choice on the spent reply sets (every fold chose 0.02)
+POOL = 5  # other-language documents read (not linked, no urgent card), in retrieval order
+TWIN = 0.82  # every Italian demo card's English twin has a centroid cosine of 0.80-0.91 (same fit)
+
+
+@dataclass(frozen=True)
+class Document:
+    """What the pick reads of one document: its language, title, segment vectors (rows, unit length) and text."""
+
+    doc_id: str
+    language: str
+    title: str
+    vectors: np.ndarray
+    text: str
+
+    def centroid(self) -> np.ndarray:
+        c = np.asarray(self.vectors, dtype=np.float32).mean(axis=0)
+        return c / (float(np.linalg.norm(c)) or 1.0)
+
+    def score(self, question_vector: np.ndarray) -> float:
+        """The best segment's cosine to the question."""
+        return float((np.asarray(self.vectors, dtype=np.float32) @ question_vector).max())
+
+
+def names_topic(question: str, title: str, text: str) -> bool:
+    """Whether a word of ``question`` that is also in ``title`` (first five letters, generic pregnancy words out)
+    is in ``text``."""
+    return bool((_stems(question) - _GENERIC) & _stems(title) & _stems(text))
+
+
+def other_language_pick(
+    question: str,
+    language: str,
+    question_vector: np.ndarray,
+    links: Sequence[Document],
+    pool: Sequence[Document],
+    margin: float = MARGIN,
+    twin: float = TWIN,
+) -> tuple[str | None, dict[str, float | str | None]]:
+    """(the other-language document to link first, or None; the trace). ``links``: the retrieved links;
+    ``pool``: the best other-language documents not linked (no urgent card), in retrieval order. The candidates
+    are the pool and the links in another language (a link moves first). None without a link in ``language``
+    or without a candidate."""
+    own = [d for d in links if d.language == language]
+    candidates = [*(d for d in links if d.language != language), *pool]
+    if not own or not candidates:
+        return None, {}
+    best = max(candidates, key=lambda d: d.score(question_vector))
+    gap = best.score(question_vector) - max(d.score(question_vector) for d in own)
+    closest = max(float(best.centroid() @ d.centroid()) for d in own)
+    named = any(names_topic(question, best.title, d.text) for d in own)
+    trace: dict[str, float | str | None] = {
+        "doc_id": best.doc_id,
+        "margin": round(gap, 4),
+        "twin": round(closest, 4),
+        "named": "yes" if named else "no",
+    }
+    picked = gap >= margin and closest < twin and not named
+    return (best.doc_id if picked else None), trace
+
+
+def documents_for(
+    doc_ids: Sequence[str],
+    segments_of: Callable[[str], Sequence[object]],
+    embed: Callable[[list[str]], np.ndarray],
+    cache: Mapping[str, Document] | None = None,
+) -> list[Document]:
+    """``Document``s for ``doc_ids`` (segments from ``segments_of``, vectors from ``embed`` on each segment's
+    embedding text), reusing ``cache`` (a dict, filled here)."""
+    from corpus.segmenter import embedding_text
+
+    store = cache if isinstance(cache, dict) else {}
+    out = []
+    for d in doc_ids:
+        if d not in store:
+            segs = list(segments_of(d))
+            if not segs:
+                continue
+            vectors = np.asarray(embed([embedding_text(s)[:1200] for s in segs]), dtype=np.float32)
+            text = "\n".join([segs[0].title or "", *(f"{s.heading or ''}\n{s.text}" for s in segs)])
+            store[d] = Document(d, segs[0].language or "", segs[0].title or "", vectors, text)
+        out.append(store[d])
+    return out
+
+
+def pick_for(result: Any, services: Any, language: str, question: str) -> tuple[Any, dict[str, Any]]:
+    """(the hit to link first and answer from, or None; the trace) with the services' settings
+    (retrieval.cross_language_pick: {language: (margin, twin)}), the dense retriever's other-language search and
+    the multilingual USE encoder (loaded once, document vectors kept on ``services``)."""
+    from chatbot.embedders import USEEmbedder
+    from chatbot.stages.redflags import urgent_card_ids
+
+    rule = services.settings.retrieval.cross_language_pick.get(language)
+    dense = getattr(services, "dense", None)
+    if rule is None or not hasattr(dense, "other_language") or not result.top:
+        return None, {}
+    linked = list(dict.fromkeys(h.segment.doc_id for h in result.top))
+    if not any((h.segment.language or "") == language for h in result.top):
+        return None, {}
+    urgent = urgent_card_ids(services.settings.safety.urgent_cards)
+    pool_hits: dict[str, Any] = {}
+    for h in dense.other_language(question, language, 40):
+        d = h.segment.doc_id
+        if d not in linked and d not in urgent and d not in pool_hits and len(pool_hits) < POOL:
+            pool_hits[d] = h
+    state = services.__dict__.setdefault("_cross_language_pick", {"docs": {}})
+    if "use" not in state:
+        state["use"] = USEEmbedder(threads=services.settings.embedding.threads)
+    use = state["use"]
+    segments_of = services.index.document_segments
+    links = documents_for(linked, segments_of, use.embed_passages, state["docs"])
+    pool = documents_for(list(pool_hits), segments_of, use.embed_passages, state["docs"])
+    margin, twin = (float(x) for x in rule)
+    doc, trace = other_language_pick(question, language, use.embed_queries([question])[0], links, pool, margin, twin)
+    if doc is None:
+        return None, {"cross_language_pick": {**trace, "picked": False}} if trace else {}
+    hit = pool_hits.get(doc) or next(h for h in result.top if h.segment.doc_id == doc)
+    return hit, {"cross_language_pick": {**trace, "picked": True}}
