@@ -211,10 +211,9 @@ class RetrievalSettings(_Group):
     )
     cross_language_pick: dict[str, tuple[float, float]] = Field(
         default={"it": (0.02, 0.82)},
-        description="{question language: (margin, twin)}: an other-language card (multilingual USE) that beats the "
-        "best own-language link by margin, is no link's twin (centroid cosine < twin) and whose topic no link names "
-        "is linked first and answers (chatbot.stages.cross_language_pick; Italian dev replay +13/-1, "
-        "crosslang-s13.md). {}: off.",
+        description="{language: (margin, twin)}: an other-language card that multilingual USE puts margin above "
+        "the own-language links, no link's twin (centroid cosine < twin), topic not named by them, is linked first "
+        "and answers (Italian dev +13/-1; crosslang-s13.md). {}: off.",
     )
     answer_pool_source: Literal["separate", "candidates"] = Field(
         default="separate",
