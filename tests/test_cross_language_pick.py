@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from chatbot.stages.cross_language_pick import Document, names_topic, other_language_pick
+from chatbot.stages.cross_language_pick import Document, about_excluded, names_topic, other_language_pick
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -52,3 +52,53 @@ def test_no_link_in_the_question_language_no_pick() -> None:
 def test_an_english_link_can_move_first() -> None:
     doc, _ = other_language_pick("mal di schiena", "it", Q, [SLEEP_IT, BACK_EN], [])
     assert doc == "en-back"
+
+
+# An exclusion question ("nausea in gravidanza oltre allo zenzero"): its best English candidate is the ginger card.
+GINGER_EN = Document(
+    "en-ginger",
+    "en",
+    "Ginger for nausea",
+    np.stack([unit(0.95, 0, 0.312), unit(0.2, 0, -0.98)]),
+    "Ginger for nausea\n...",
+    (("Ginger", "Ginger may ease nausea. Take it with food."), ("Safety", "Ask your midwife first.")),
+)
+NAUSEA_EN = Document(
+    "en-nausea",
+    "en",
+    "Morning sickness",
+    np.stack([unit(0.85, 0.527, 0)]),
+    "Morning sickness\n...",
+    (("Remedies", "Eat small meals often. Rest, drink water, and try ginger, peppermint or dry crackers."),),
+)
+QUESTION = "Cosa aiuta la nausea in gravidanza oltre allo zenzero?"
+
+
+def test_without_exclusion_the_best_english_card_is_picked() -> None:
+    doc, trace = other_language_pick(QUESTION, "it", Q, [SLEEP_IT], [GINGER_EN, NAUSEA_EN])
+    assert doc == "en-ginger" and "excluded" not in trace
+
+
+def test_an_english_card_about_the_excluded_topic_is_not_picked() -> None:
+    # "zenzero" is the excluded term; the ginger card's title names "ginger" (EN/IT synonyms): left out, and the
+    # nausea card, which only lists ginger among the remedies, is picked instead
+    doc, trace = other_language_pick(QUESTION, "it", Q, [SLEEP_IT], [GINGER_EN, NAUSEA_EN], excluded=("zenzero",))
+    assert doc == "en-nausea"
+    assert trace["excluded"] == {"en-ginger": "zenzero"} and trace["doc_id"] == "en-nausea"
+    doc, trace = other_language_pick(QUESTION, "it", Q, [SLEEP_IT], [GINGER_EN], excluded=("zenzero",))
+    assert (doc, trace) == (None, {"excluded": {"en-ginger": "zenzero"}})
+
+
+def test_aboutness_reads_the_best_segment() -> None:
+    untitled = Document("en-x", "en", "Remedies", GINGER_EN.vectors, "", GINGER_EN.segments)
+    assert about_excluded(untitled, Q, ("zenzero",)) == "zenzero"  # best segment's heading is "Ginger"
+    assert about_excluded(untitled, unit(0, 0, -1), ("zenzero",)) is None  # best segment: "Safety"
+    assert about_excluded(NAUSEA_EN, Q, ("zenzero",)) is None  # ginger only listed among remedies
+    assert about_excluded(GINGER_EN, Q, ()) is None
+
+
+def test_the_pick_reads_the_detectors_not_terms() -> None:
+    from chatbot.logical.detect import analyse
+
+    found = analyse(QUESTION)
+    assert found is not None and found.negatives == ("zenzero",)

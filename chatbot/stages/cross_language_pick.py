@@ -9,16 +9,23 @@ to link first when
   card on the same topic keeps priority), and
 - no link in the question's language names its topic (a word of the question and of the English title, first
   five letters, found in that link's text: "caffè" in the Italian nutrition card keeps the coffee question Italian).
+
+A question with exclusions (the detector, ``chatbot.logical.detect``, found NOT terms: "nausea oltre allo zenzero")
+never gets a card about what the patient excluded: a candidate whose title or best segment is about a NOT term
+(``chatbot.logical.aboutness``: the heading or title names it, the first sentence names it outside a list, or half
+the sentences do; EN/IT synonyms as ``mention.term_words``) is left out of the candidates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from chatbot.logical.aboutness import passage_aboutness
 from chatbot.stages.answer_select import _GENERIC, _stems
 
 MARGIN = 0.02  # leave-one-set-out choice on the spent reply sets (every fold chose 0.02)
@@ -28,13 +35,15 @@ TWIN = 0.82  # every Italian demo card's English twin has a centroid cosine of 0
 
 @dataclass(frozen=True)
 class Document:
-    """What the pick reads of one document: its language, title, segment vectors (rows, unit length) and text."""
+    """What the pick reads of one document: its language, title, segment vectors (rows, unit length), text and
+    its segments' (heading, text), one per vector row (empty: the text is one segment)."""
 
     doc_id: str
     language: str
     title: str
     vectors: np.ndarray
     text: str
+    segments: tuple[tuple[str, str], ...] = ()
 
     def centroid(self) -> np.ndarray:
         c = np.asarray(self.vectors, dtype=np.float32).mean(axis=0)
@@ -43,6 +52,21 @@ class Document:
     def score(self, question_vector: np.ndarray) -> float:
         """The best segment's cosine to the question."""
         return float((np.asarray(self.vectors, dtype=np.float32) @ question_vector).max())
+
+
+def about_excluded(doc: Document, question_vector: np.ndarray, excluded: Sequence[str]) -> str | None:
+    """The NOT term of ``excluded`` that ``doc``'s title or best segment (for ``question_vector``) is about, or
+    None (``aboutness.passage_aboutness``: a list that only names the term among others is not about it)."""
+    if not excluded:
+        return None
+    heading, text = "", doc.text
+    if doc.segments and len(doc.segments) == len(doc.vectors):
+        heading, text = doc.segments[int(np.argmax(np.asarray(doc.vectors, dtype=np.float32) @ question_vector))]
+    hit = SimpleNamespace(segment=SimpleNamespace(text=text, heading=heading, title=doc.title))
+    for term in excluded:
+        if term.strip() and bool(passage_aboutness([hit], term).about[0]):  # type: ignore[list-item]
+            return term
+    return None
 
 
 def names_topic(question: str, title: str, text: str) -> bool:
@@ -59,25 +83,36 @@ def other_language_pick(
     pool: Sequence[Document],
     margin: float = MARGIN,
     twin: float = TWIN,
-) -> tuple[str | None, dict[str, float | str | None]]:
+    excluded: Sequence[str] = (),
+) -> tuple[str | None, dict[str, Any]]:
     """(the other-language document to link first, or None; the trace). ``links``: the retrieved links;
     ``pool``: the best other-language documents not linked (no urgent card), in retrieval order. The candidates
-    are the pool and the links in another language (a link moves first). None without a link in ``language``
-    or without a candidate."""
+    are the pool and the links in another language (a link moves first), less those about a term of ``excluded``
+    (the question's NOT terms; the trace's ``excluded`` names them). None without a link in ``language`` or
+    without a candidate."""
     own = [d for d in links if d.language == language]
     candidates = [*(d for d in links if d.language != language), *pool]
     if not own or not candidates:
         return None, {}
+    dropped: dict[str, str] = {}
+    if excluded:
+        about = {d.doc_id: about_excluded(d, question_vector, excluded) for d in candidates}
+        dropped = {d: t for d, t in about.items() if t is not None}
+        candidates = [d for d in candidates if d.doc_id not in dropped]
+        if not candidates:
+            return None, {"excluded": dropped}
     best = max(candidates, key=lambda d: d.score(question_vector))
     gap = best.score(question_vector) - max(d.score(question_vector) for d in own)
     closest = max(float(best.centroid() @ d.centroid()) for d in own)
     named = any(names_topic(question, best.title, d.text) for d in own)
-    trace: dict[str, float | str | None] = {
+    trace: dict[str, Any] = {
         "doc_id": best.doc_id,
         "margin": round(gap, 4),
         "twin": round(closest, 4),
         "named": "yes" if named else "no",
     }
+    if dropped:
+        trace["excluded"] = dropped
     picked = gap >= margin and closest < twin and not named
     return (best.doc_id if picked else None), trace
 
@@ -101,16 +136,21 @@ def documents_for(
                 continue
             vectors = np.asarray(embed([embedding_text(s)[:1200] for s in segs]), dtype=np.float32)
             text = "\n".join([segs[0].title or "", *(f"{s.heading or ''}\n{s.text}" for s in segs)])
-            store[d] = Document(d, segs[0].language or "", segs[0].title or "", vectors, text)
+            parts = tuple((s.heading or "", s.text) for s in segs)
+            store[d] = Document(d, segs[0].language or "", segs[0].title or "", vectors, text, parts)
         out.append(store[d])
     return out
 
 
-def pick_for(result: Any, services: Any, language: str, question: str) -> tuple[Any, dict[str, Any]]:
+def pick_for(
+    result: Any, services: Any, language: str, question: str, excluded: Sequence[str] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """(the hit to link first and answer from, or None; the trace) with the services' settings
     (retrieval.cross_language_pick: {language: (margin, twin)}), the dense retriever's other-language search and
-    the multilingual USE encoder (loaded once, document vectors kept on ``services``)."""
+    the multilingual USE encoder (loaded once, document vectors kept on ``services``). ``excluded``: the
+    question's NOT terms (None: what the exclusion detector finds in ``question``, whatever the route)."""
     from chatbot.embedders import USEEmbedder
+    from chatbot.logical.detect import analyse
     from chatbot.stages.redflags import urgent_card_ids
 
     rule = services.settings.retrieval.cross_language_pick.get(language)
@@ -134,7 +174,11 @@ def pick_for(result: Any, services: Any, language: str, question: str) -> tuple[
     links = documents_for(linked, segments_of, use.embed_passages, state["docs"])
     pool = documents_for(list(pool_hits), segments_of, use.embed_passages, state["docs"])
     margin, twin = (float(x) for x in rule)
-    doc, trace = other_language_pick(question, language, use.embed_queries([question])[0], links, pool, margin, twin)
+    if excluded is None:
+        found = analyse(question)
+        excluded = found.negatives if found is not None else ()
+    q = use.embed_queries([question])[0]
+    doc, trace = other_language_pick(question, language, q, links, pool, margin, twin, tuple(excluded))
     if doc is None:
         return None, {"cross_language_pick": {**trace, "picked": False}} if trace else {}
     hit = pool_hits.get(doc) or next(h for h in result.top if h.segment.doc_id == doc)
