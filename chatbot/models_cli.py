@@ -229,7 +229,7 @@ def cmd_build_query_encoder(args: argparse.Namespace) -> int:
     from chatbot.settings import load_settings
 
     e = load_settings().embedding
-    folder = encoder_folder(effective_setting(args.encoder or e.query_encoder, e.model), Path.cwd())
+    folder = encoder_folder(effective_setting(args.encoder or e.query_encoder, e.model == "e5-onnx"), Path.cwd())
     if folder is None:
         print("the query encoder is off (embedding.query_encoder=none): nothing to build", file=sys.stderr)
         return 0

@@ -59,16 +59,17 @@ class Services:
         encoder, chatbot/query_encoder.py) replaces both when set."""
         from chatbot.query_adapter import BASE_EMBEDDER as ADAPTER_BASE
         from chatbot.query_adapter import retrieval_embedder
+        from chatbot.query_encoder import BASE_EMBEDDER as ENCODER_BASE
         from chatbot.query_encoder import effective_setting, query_encoder_embedder
         from chatbot.resources import shipped_model, workspace_root
 
         e = self.settings.embedding
         # auto reads the embedder actually built, as the adapter's auto does: another embedder (a test's, a
         # plug-in's) goes without the encoder, which was tuned for e5-onnx's index only
-        built = "e5-onnx" if getattr(self.embedder, "name", None) == ADAPTER_BASE else "other"
+        over_e5_onnx = getattr(self.embedder, "name", None) == ENCODER_BASE
         tuned = query_encoder_embedder(
             self.embedder,
-            effective_setting(e.query_encoder, built),
+            effective_setting(e.query_encoder, over_e5_onnx),
             workspace_root(),
             e.threads,
             e.query_encoder_languages or None,

@@ -171,12 +171,12 @@ class TunedQueryEmbedder:
         return self.raw.embed_passages(texts)
 
 
-def effective_setting(setting: str, model: str) -> str:
-    """``embedding.query_encoder`` as it applies to ``embedding.model``: "auto" is "shipped" for e5-onnx (the index
-    the encoder was tuned for) and "none" for any other embedder; other values unchanged."""
+def effective_setting(setting: str, e5_onnx: bool) -> str:
+    """``embedding.query_encoder`` as it applies to the embedder: "auto" is "shipped" over e5-onnx (``e5_onnx``: the
+    index the encoder was tuned for) and "none" over any other embedder; other values unchanged."""
     setting = (setting or "").strip()
     if setting.lower() == "auto":
-        return "shipped" if model == "e5-onnx" else "none"
+        return "shipped" if e5_onnx else "none"
     return setting
 
 

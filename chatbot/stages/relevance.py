@@ -80,7 +80,7 @@ def gate_key(settings: Any, language: str | None = None) -> str:
     languages = e.query_encoder_languages or None
     if language is not None and languages is not None and language not in languages:
         return e.model
-    tag = encoder_tag(effective_setting(e.query_encoder, e.model), workspace_root(), languages)
+    tag = encoder_tag(effective_setting(e.query_encoder, e.model == "e5-onnx"), workspace_root(), languages)
     return e.model if tag is None else f"{e.model}+{tag}"
 
 
