@@ -27,6 +27,7 @@ def ingest_paths(
     from tqdm import tqdm
 
     from chatbot.stages.answer_first import warm_answer_units
+    from chatbot.stages.crosslang_vectors import warm_crosslang_vectors
 
     settings = services.settings
     result = read_corpus([Path(p) for p in paths], strict=strict or settings.corpus.strict, default_url=default_url)
@@ -48,6 +49,11 @@ def ingest_paths(
     units = warm_answer_units(services)
     if units and units["embedded"] and not quiet:
         log(f"answer units: {units['embedded']} embedded ({units['units']} stored, {units['seconds']} s)")
+    # the cross-language pick's segment vectors (stages.crosslang_vectors), likewise
+    crosslang = warm_crosslang_vectors(services)
+    if crosslang and crosslang["embedded"] and not quiet:
+        got, held, took = crosslang["embedded"], crosslang["segments"], crosslang["seconds"]
+        log(f"cross-language vectors: {got} embedded ({held} stored, {took} s)")
     rate = report.embedded / report.seconds if report.seconds and report.embedded else 0.0
     return {
         **report.as_dict(),

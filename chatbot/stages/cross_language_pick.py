@@ -124,20 +124,23 @@ def documents_for(
     cache: Mapping[str, Document] | None = None,
 ) -> list[Document]:
     """``Document``s for ``doc_ids`` (segments from ``segments_of``, vectors from ``embed`` on each segment's
-    embedding text), reusing ``cache`` (a dict, filled here)."""
-    from corpus.segmenter import embedding_text
+    embedding text), reusing ``cache`` (a dict, filled here) for a document whose title and segments are unchanged
+    (a card published again is read afresh)."""
+    from chatbot.stages.crosslang_vectors import segment_text
 
     store = cache if isinstance(cache, dict) else {}
     out = []
     for d in doc_ids:
-        if d not in store:
-            segs = list(segments_of(d))
-            if not segs:
-                continue
-            vectors = np.asarray(embed([embedding_text(s)[:1200] for s in segs]), dtype=np.float32)
-            text = "\n".join([segs[0].title or "", *(f"{s.heading or ''}\n{s.text}" for s in segs)])
-            parts = tuple((s.heading or "", s.text) for s in segs)
-            store[d] = Document(d, segs[0].language or "", segs[0].title or "", vectors, text, parts)
+        segs = list(segments_of(d))
+        if not segs:
+            continue
+        parts = tuple((s.heading or "", s.text) for s in segs)
+        title = segs[0].title or ""
+        known = store.get(d)
+        if known is None or known.segments != parts or known.title != title:
+            vectors = np.asarray(embed([segment_text(s) for s in segs]), dtype=np.float32)
+            text = "\n".join([title, *(f"{s.heading or ''}\n{s.text}" for s in segs)])
+            store[d] = Document(d, segs[0].language or "", title, vectors, text, parts)
         out.append(store[d])
     return out
 
@@ -151,6 +154,7 @@ def pick_for(
     question's NOT terms (None: what the exclusion detector finds in ``question``, whatever the route)."""
     from chatbot.embedders import USEEmbedder
     from chatbot.logical.detect import analyse
+    from chatbot.stages.crosslang_vectors import stored_embedder
     from chatbot.stages.redflags import urgent_card_ids
 
     rule = services.settings.retrieval.cross_language_pick.get(language)
@@ -169,10 +173,12 @@ def pick_for(
     state = services.__dict__.setdefault("_cross_language_pick", {"docs": {}})
     if "use" not in state:
         state["use"] = USEEmbedder(threads=services.settings.embedding.threads)
+        # the segments' vectors embedded at ingest (stages.crosslang_vectors), the encoder only for a text they lack
+        state["segments"] = stored_embedder(services, state["use"])
     use = state["use"]
-    segments_of = services.index.document_segments
-    links = documents_for(linked, segments_of, use.embed_passages, state["docs"])
-    pool = documents_for(list(pool_hits), segments_of, use.embed_passages, state["docs"])
+    segments_of, embed = services.index.document_segments, state["segments"].embed_passages
+    links = documents_for(linked, segments_of, embed, state["docs"])
+    pool = documents_for(list(pool_hits), segments_of, embed, state["docs"])
     margin, twin = (float(x) for x in rule)
     if excluded is None:
         found = analyse(question)
