@@ -7,6 +7,7 @@ from __future__ import annotations
 import types
 
 import numpy as np
+import pytest
 
 from chatbot.stages.answer_units import MAX_SEGMENTS, UnitVectors, digest
 from chatbot.stages.cross_language_pick import documents_for
@@ -126,3 +127,16 @@ def test_nothing_is_warmed_when_the_pick_is_off_or_the_index_is_a_benchmark(tmp_
     assert not pick_used(services.settings) and warm_crosslang_vectors(services) is None
     services.index.count = lambda: MAX_SEGMENTS + 1
     assert warm(services, CallLog()) is None and not store_path(tmp_path, "cards").exists()
+
+
+@pytest.mark.integration
+def test_a_stored_use_vector_is_the_one_the_question_time_batch_gives() -> None:
+    """The store embeds segments in batches of 32 at ingest, the pick used to embed a document's segments together at
+    the question: multilingual USE gives a text the same vector in any batch, so the stored vectors change no pick."""
+    from chatbot.embedders import USEEmbedder
+
+    texts = [segment_text(FEVER), segment_text(SLEEP), "Scheda\nIl caffè in gravidanza: al massimo 200 mg al giorno."]
+    use = USEEmbedder(threads=1)
+    together = use.embed_passages(texts)
+    alone = np.stack([use.embed_passages([t])[0] for t in texts])
+    assert together.shape == (3, 512) and float(np.abs(together - alone).max()) < 1e-5
