@@ -59,17 +59,15 @@ class Services:
         encoder, chatbot/query_encoder.py) replaces both when set."""
         from chatbot.query_adapter import BASE_EMBEDDER as ADAPTER_BASE
         from chatbot.query_adapter import retrieval_embedder
-        from chatbot.query_encoder import BASE_EMBEDDER as ENCODER_BASE
-        from chatbot.query_encoder import effective_setting, query_encoder_embedder
+        from chatbot.query_encoder import query_encoder_embedder, setting_over
         from chatbot.resources import shipped_model, workspace_root
 
         e = self.settings.embedding
-        # auto reads the embedder actually built, as the adapter's auto does: another embedder (a test's, a
-        # plug-in's) goes without the encoder, which was tuned for e5-onnx's index only
-        over_e5_onnx = getattr(self.embedder, "name", None) == ENCODER_BASE
+        # auto reads the embedder actually built, as the adapter's auto and relevance.gate_key do: another embedder
+        # (a test's, a plug-in's, a trimmed build) goes without the encoder, tuned for e5-onnx's index only
         tuned = query_encoder_embedder(
             self.embedder,
-            effective_setting(e.query_encoder, over_e5_onnx),
+            setting_over(e.query_encoder, self.embedder),
             workspace_root(),
             e.threads,
             e.query_encoder_languages or None,

@@ -180,6 +180,14 @@ def effective_setting(setting: str, e5_onnx: bool) -> str:
     return setting
 
 
+def setting_over(setting: str, embedder: Any) -> str:
+    """``embedding.query_encoder`` as it applies over ``embedder``, the embedder retrieval actually runs with: "auto"
+    is "shipped" when its ``name`` is BASE_EMBEDDER (the index the encoder was tuned for: not a trimmed-vocabulary or
+    torch e5 build, a test's or a plug-in's embedder) and "none" otherwise. The pipeline's question embedder and the
+    relevance gate's key both decide through this, so the gate always matches the retrieval it judges."""
+    return effective_setting(setting, getattr(embedder, "name", None) == BASE_EMBEDDER)
+
+
 def encoder_folder(setting: str, root: Path) -> Path | None:
     """The encoder folder ``embedding.query_encoder`` names ("shipped" or a folder, relative to ``root``), None
     for "none"/empty."""

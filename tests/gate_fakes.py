@@ -18,7 +18,15 @@ class Result:
         self.top, self.ranked = top, ranked
 
 
+class NamedEmbedder:
+    """An embedder that is only a name: what relevance.gate_key and the pipeline's query encoder decide "auto" on."""
+
+    def __init__(self, name="multilingual-e5-small-onnx-int8"):  # the name of the default e5-onnx build
+        self.name, self.dim = name, 384
+
+
 class FakeServices:
-    def __init__(self, settings, cross_encoder=None):
+    def __init__(self, settings, cross_encoder=None, embedder=None):
         self.settings = settings
         self.cross_encoder = cross_encoder
+        self.embedder = embedder or NamedEmbedder()

@@ -136,3 +136,35 @@ def test_pair_counts_the_questions_only_one_configuration_decides_right() -> Non
     lines = pair(rows, a, b)
     assert lines[0].endswith("| 0 vs 0 (p 1.0) |")  # English, gate sets: the same decisions
     assert lines[2] == "| it | gate sets | 1.000 / 0.500 / 1.000 | 0.667 / 1.000 / 0.000 | 1 vs 1 (p 1.0) |"
+
+
+def test_auto_is_decided_on_the_embedder_actually_built_by_the_pipeline_and_the_gate_alike(tmp_path: Path) -> None:
+    """embedding.model=e5-onnx with a build whose embedder is not the encoder's base (a trimmed vocabulary, a test's
+    stand-in): retrieval goes without the encoder, so the gate must not take the encoder's entry either."""
+    from chatbot.pipeline import Services
+    from chatbot.query_encoder import BASE_EMBEDDER, TunedQueryEmbedder
+    from tests.gate_fakes import NamedEmbedder
+
+    trimmed, base = NamedEmbedder(f"{BASE_EMBEDDER}-latin"), NamedEmbedder(BASE_EMBEDDER)
+    key = f"e5-onnx+query-encoder-{SHIPPED_SHA12}[it]"
+    default = Settings()
+    assert default.embedding.model == "e5-onnx" and default.embedding.query_encoder == "auto"
+    assert gate_key(default, "it", trimmed) == "e5-onnx"
+    assert gate_key(default, "it", base) == key
+    assert gate_key(default, "it") == key  # no embedder given: the one e5-onnx builds, the encoder's base
+    services = Services(default)
+    services.__dict__["embedder"] = trimmed  # what Services.embedder built
+    assert services.query_embedder is trimmed  # neither the encoder nor the adapter (fitted to e5-onnx only)
+    services = Services(default)
+    services.__dict__["embedder"] = base
+    assert isinstance(services.query_embedder, TunedQueryEmbedder)
+    # the gate reads the services' embedder: with each gate's own bar, the decision shows which entry judged
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps({"features": list(FEATURES), "models": {"e5-onnx": _entry(0.85), key: _entry(0.90)}}))
+    settings = Settings(safety={"relevance_gate_model": path, "cross_language_gate": {"it": (52.9, -1.8)}})
+    hits = [Hit(seg("d0", "t"), 1.0, {"dense": 0.87})]
+    for embedder, entry, relevant in ((trimmed, "e5-onnx", True), (base, key, False)):
+        decided, trace = gate("q", Result(hits, hits), FakeServices(settings, ZeroCrossEncoder(), embedder), "it")
+        assert (decided, trace["gate_model"]) == (relevant, entry)
+    assert rules_in_force(settings, trimmed) == {"it": (52.9, -1.8)}  # the plain gate's second look
+    assert rules_in_force(settings, base) == {"it": (52.9, -1.8)}  # this key's entry has no second_look_it of its own

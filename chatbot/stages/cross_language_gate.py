@@ -61,15 +61,15 @@ def second_look(
     return (other if passed else None), {"cross_language": {**trace, "cut": cut, "relevant": passed}}
 
 
-def rules_in_force(settings: Any) -> Mapping[str, Sequence[float]]:
+def rules_in_force(settings: Any, embedder: Any = None) -> Mapping[str, Sequence[float]]:
     """safety.cross_language_gate, except that a gate fitted for another configuration than the plain embedder's
     (the tuned query encoder on: ``relevance.gate_key``) brings the Italian rule fitted on its own P
-    (gate.json ``second_look_it``); {} keeps the second look off whatever the gate."""
+    (gate.json ``second_look_it``); {} keeps the second look off whatever the gate. ``embedder``: as in gate_key."""
     from chatbot.stages.relevance import gate_key
     from chatbot.stages.relevance_gate import load_gate
 
     rules = settings.safety.cross_language_gate
-    key = gate_key(settings, "it")  # the second look is fitted for Italian questions
+    key = gate_key(settings, "it", embedder)  # the second look is fitted for Italian questions
     if not rules or key == settings.embedding.model:
         return rules
     try:
@@ -87,7 +87,7 @@ def second_look_for(
     from chatbot.stages.redflags import urgent_card_ids
 
     settings = services.settings
-    rules = rules_in_force(settings)
+    rules = rules_in_force(settings, getattr(services, "embedder", None))
     if language not in rules or relevance.get("gate") != "classifier" or relevance.get("relevant"):
         return None, {}
     dense = getattr(services, "dense", None)

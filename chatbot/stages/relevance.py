@@ -67,20 +67,29 @@ def threshold_for(table: dict[str, float], services: Services, name: str) -> flo
     return table[kind]
 
 
-def gate_key(settings: Any, language: str | None = None) -> str:
+def gate_key(settings: Any, language: str | None = None, embedder: Any = None) -> str:
     """The gate.json entry fitted for this configuration and question language: the embedder's name ("e5-onnx"),
     plus the tuned query encoder's tag when embedding.query_encoder is on for ``language``'s questions
     ("e5-onnx+query-encoder-<sha12>[it]"): the encoder changes the links and so the gate's features, so the gate
     fitted on its scores is used with it, never another one. A question the encoder skips (its language is not in
-    query_encoder_languages) is retrieved as with the encoder off, and so judged by the plain embedder's gate."""
-    from chatbot.query_encoder import effective_setting, encoder_tag
+    query_encoder_languages) is retrieved as with the encoder off, and so judged by the plain embedder's gate.
+
+    "auto" is decided as the pipeline decides it (``chatbot.query_encoder.setting_over``), on ``embedder``: the
+    embedder retrieval runs with (``Services.embedder``). None: the one embedding.model builds, the same shared
+    instance ``Services.embedder`` gets (``load_embedder``; only e5-onnx can be the encoder's base)."""
+    from chatbot.query_encoder import encoder_tag, setting_over
     from chatbot.resources import workspace_root
 
     e = settings.embedding
     languages = e.query_encoder_languages or None
     if language is not None and languages is not None and language not in languages:
         return e.model
-    tag = encoder_tag(effective_setting(e.query_encoder, e.model == "e5-onnx"), workspace_root(), languages)
+    setting = e.query_encoder
+    if setting.strip().lower() == "auto" and embedder is None and e.model == "e5-onnx":
+        from chatbot.embedders import load_embedder
+
+        embedder = load_embedder(e.model, e.threads)
+    tag = encoder_tag(setting_over(setting, embedder), workspace_root(), languages)
     return e.model if tag is None else f"{e.model}+{tag}"
 
 
@@ -105,7 +114,7 @@ def gate(
     }
     if safety.relevance_gate == "threshold" or not result.top:
         return by_threshold, {**trace, "relevant": by_threshold}
-    key = gate_key(services.settings, language)
+    key = gate_key(services.settings, language, getattr(services, "embedder", None))
     try:
         model = load_gate(str(safety.relevance_gate_model), key)
     except ValueError as exc:
