@@ -204,8 +204,10 @@ class Services:
         where = r.language_models.get(language)
         if not where or where == "none":
             return None
+        other_only = r.language_passages.get(language, "all") == "other"
         loaded = self.__dict__.setdefault("_language_cross_encoders", {})
-        if where not in loaded:
+        key = (where, language if other_only else None)
+        if key not in loaded:
             path = Path(where) if ("/" in where or where.startswith(".")) else SHIPPED_RERANKER.parent / where
             model = CrossEncoderReranker(
                 path,
@@ -215,8 +217,9 @@ class Services:
                 max_length=r.language_max_length,
             )
             model.rrf_k = r.language_rrf_k
-            loaded[where] = model
-        return loaded[where]
+            model.own_language = language if other_only else None
+            loaded[key] = model
+        return loaded[key]
 
     @cached_property
     def fusion_reranker(self) -> FusionReranker:
@@ -291,12 +294,17 @@ def rerank_stage(
     (a cross-encoder: the first rerank.candidates of them, fused with the first stage's order when
     rerank.rrf_k > 0); returns the full list, one hit per document. The reranker is chosen by the patient's
     question, as the answer trace reports it, even when the query adds an English HyDoc."""
+    from chatbot.stages.rerank import rerank_other_language as rerank_other
+
     reranker, _ = services.reranker_for(question)
     cfg = services.settings.rerank
     ce = isinstance(reranker, CrossEncoderReranker)
     own_k = reranker.rrf_k if ce else None  # a rerank.language_models model has its own
     limit, rrf_k = (cfg.candidates, (cfg.rrf_k if own_k is None else own_k) or None) if ce else (None, None)
     text = question if query is None else query
+    own = getattr(reranker, "own_language", None)  # rerank.language_passages="other": its passages keep their order
+    if own is not None:
+        return timed(timings, "rerank", lambda: rerank_other(text, candidates, reranker, own, None, limit, rrf_k))
     return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k))
 
 

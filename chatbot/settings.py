@@ -282,6 +282,13 @@ class RerankSettings(_Group):
     language_rrf_k: int = Field(
         default=60, ge=0, description="language_models only: rank fusion constant with the first stage (0: alone)."
     )
+    language_passages: dict[str, Literal["all", "other"]] = Field(
+        default_factory=dict,
+        description="language_models only, per question language: all (default) or other: the model rescores only "
+        "the candidates in another language than the question's, reordered among the positions they held; the "
+        "question's own-language passages keep the first stage's order (reranker-e5 never trained on Italian "
+        "passages; italian-s14.md).",
+    )
     fusion_weight: float = Field(
         default=0.5,
         ge=0.0,

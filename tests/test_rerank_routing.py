@@ -133,7 +133,7 @@ def test_a_language_model_reranks_its_language_alone_with_its_own_fusion_constan
     services, ce, fusion = _services(tmp_path, language_models={"it": "reranker-it"}, language_rrf_k=0)
     italian = FakeCrossEncoder({"text a": 0.1, "text b": 0.3, "text c": 0.8})
     italian.rrf_k = 0
-    services.__dict__["_language_cross_encoders"] = {"reranker-it": italian}
+    services.__dict__["_language_cross_encoders"] = {("reranker-it", None): italian}
 
     assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (italian, None)
     assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
@@ -218,3 +218,76 @@ def test_by_default_italian_questions_keep_the_first_stage_order_and_the_trace_s
     assert [h.segment.doc_id for h in ranked] == ["b", "c", "a"]  # the dense scores' order, every candidate
     assert [h.detail for h in ranked] == [{"dense": 0.9}, {"dense": 0.8}, {"dense": 0.7}]
     assert ce.calls == [] and fusion.questions == []
+
+
+def _mixed_hits() -> list[Hit]:
+    """a, c Italian; b, d, e English; the first stage's order a..e."""
+    out = []
+    for d, lang, s in (("a", "it", 0.9), ("b", "en", 0.8), ("c", "it", 0.7), ("d", "en", 0.6), ("e", "en", 0.5)):
+        seg = Segment(id=f"{d}#0", doc_id=d, text=f"text {d}", title="", source_url="", position=0, language=lang)
+        out.append(Hit(seg, s, {"dense": s}))
+    return out
+
+
+def test_a_model_for_other_language_passages_reorders_only_them_within_their_positions():
+    from chatbot.stages.rerank import rerank_other_language
+
+    ce = FakeCrossEncoder({"text b": 0.5, "text d": 0.1, "text e": 0.9, "text a": 1.0, "text c": 1.0})
+    ranked = rerank_other_language("q", _mixed_hits(), ce, "it", None)
+
+    assert ce.calls == [[("q", "text b"), ("q", "text d"), ("q", "text e")]]  # the Italian passages are not read
+    assert [h.segment.doc_id for h in ranked] == ["a", "e", "c", "b", "d"]  # Italian positions 1 and 3 kept
+    assert [h.score for h in ranked] == [0.9, 0.8, 0.7, 0.6, 0.5]  # each position's first-stage score
+    assert [h.detail.get("cross-encoder") for h in ranked] == [
+        None,
+        pytest.approx(0.9),
+        None,
+        pytest.approx(0.5),
+        pytest.approx(0.1),
+    ]
+    # fused with their first-stage order (k=1): b 1/2 + 1/3, d 1/3 + 1/4, e 1/4 + 1/2: b, e, d
+    fused = rerank_other_language("q", _mixed_hits(), ce, "it", None, rrf_k=1)
+    assert [h.segment.doc_id for h in fused] == ["a", "b", "c", "e", "d"]
+    # only the first 3 candidates are read: b alone moves nowhere, d and e keep the first stage's order
+    assert [h.segment.doc_id for h in rerank_other_language("q", _mixed_hits(), ce, "it", 2, candidates=3)] == [
+        "a",
+        "b",
+    ]
+    assert ce.calls[-1] == [("q", "text b")]
+    # no other-language passage: the first stage's order, no model call
+    italian = [h for h in _mixed_hits() if h.segment.language == "it"]
+    calls = len(ce.calls)
+    assert [h.segment.doc_id for h in rerank_other_language("q", italian, ce, "it", None)] == ["a", "c"]
+    assert len(ce.calls) == calls
+
+
+def test_language_passages_other_routes_the_languages_model_to_its_other_language_passages_only(tmp_path):
+    from chatbot.logical.config import LogicalConfig
+    from chatbot.logical.positive_scores import positive_rerankers
+
+    services, ce, fusion = _services(
+        tmp_path, language_models={"it": "reranker-it"}, language_passages={"it": "other"}, language_rrf_k=0
+    )
+    italian = FakeCrossEncoder({"text b": 0.1, "text d": 0.2, "text e": 0.9})
+    italian.rrf_k, italian.own_language = 0, "it"
+    services.__dict__["_language_cross_encoders"] = {("reranker-it", "it"): italian}
+    question = "Quali sono i sintomi dell'asma nei bambini?"
+
+    assert services.reranker_for(question) == (italian, None)
+    ranked = rerank_stage(question, _mixed_hits(), services, {})
+    assert [h.segment.doc_id for h in ranked] == ["a", "e", "c", "d", "b"]  # its own order in the English positions
+    assert ce.calls == [] and fusion.questions == []
+    # the logical route's positive terms are not scored by a model that reads only some passages: cosines rank
+    assert positive_rerankers(services, question, "it", LogicalConfig()) == []
+    assert positive_rerankers(services, "What helps with nausea?", "en", LogicalConfig()) == [ce]
+
+
+def test_language_passages_other_is_loaded_apart_from_the_same_model_for_all_passages(tmp_path, monkeypatch):
+    from chatbot import pipeline
+
+    monkeypatch.setattr(pipeline, "CrossEncoderReranker", lambda path, **kwargs: FakeCrossEncoder({}))
+    services, _, _ = _services(
+        tmp_path, language_models={"it": "reranker-e5", "en": "reranker-e5"}, language_passages={"it": "other"}
+    )
+    it, en = services.language_cross_encoder("it"), services.language_cross_encoder("en")
+    assert it is not en and (it.own_language, en.own_language) == ("it", None)

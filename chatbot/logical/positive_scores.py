@@ -29,6 +29,8 @@ def positive_rerankers(services: Services, question: str, language: str, config:
     for name in names:
         if name == QUESTION:
             model = services.reranker_for(question)[0]
+            if getattr(model, "own_language", None) is not None:  # it reads other-language passages only: no term
+                model = None
         else:
             model = _named(services, name, config.positive_max_length)
         if model is not None and model not in out:

@@ -66,6 +66,33 @@ def rerank(
     return ranked if n is None else ranked[:n]
 
 
+def rerank_other_language(
+    question: str,
+    hits: Sequence[Hit],
+    reranker: Reranker,
+    language: str,
+    n: int | None = 3,
+    candidates: int | None = None,
+    rrf_k: int | None = None,
+) -> list[Hit]:
+    """``rerank`` for a model that reads only passages in another language than the question's ``language``
+    (rerank.language_passages="other"): those of the first ``candidates`` hits are rescored (fused with their
+    first-stage order by RRF when ``rrf_k``) and reordered among the positions they held; passages in the
+    question's language keep their position and score. A moved hit takes the first-stage score of the position
+    it lands on, so the first stage's order of positions, and of the languages, stays as it was."""
+    head, tail = (list(hits[:candidates]), list(hits[candidates:])) if candidates else (list(hits), [])
+    slots = [i for i, h in enumerate(head) if h.segment.language != language]
+    if slots:
+        moved = [head[i] for i in slots]
+        scores = np.asarray(reranker.score(question, moved), dtype=np.float64)
+        order = scores if rrf_k is None else rrf_scores(scores, rrf_k)
+        slot_scores = [head[i].score for i in slots]
+        for slot, score, j in zip(slots, slot_scores, np.argsort(-order, kind="stable"), strict=True):
+            h = moved[j]
+            head[slot] = Hit(h.segment, float(score), {**h.detail, reranker.name: float(scores[j])})
+    return best_per_document(head + tail, n)
+
+
 def rrf_scores(scores: np.ndarray, k: int) -> np.ndarray:
     """Reciprocal rank fusion of the given order (rank = position, 1-based) with the order of ``scores``
     (ties keep the given order): 1/(k + position) + 1/(k + score rank)."""
@@ -172,6 +199,7 @@ class CrossEncoderReranker:
 
     name = "cross-encoder"
     rrf_k: int | None = None  # set: this model's own rank-fusion constant (rerank.language_rrf_k)
+    own_language: str | None = None  # set: it reads only passages in another language (rerank.language_passages)
 
     def __init__(
         self,
