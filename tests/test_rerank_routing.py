@@ -130,7 +130,9 @@ def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candida
 
 
 def test_a_language_model_reranks_its_language_alone_with_its_own_fusion_constant(tmp_path):
-    services, ce, fusion = _services(tmp_path, language_models={"it": "reranker-it"}, language_rrf_k=0)
+    services, ce, fusion = _services(
+        tmp_path, language_models={"it": "reranker-it"}, language_passages={}, language_rrf_k=0
+    )
     italian = FakeCrossEncoder({"text a": 0.1, "text b": 0.3, "text c": 0.8})
     italian.rrf_k = 0
     services.__dict__["_language_cross_encoders"] = {("reranker-it", None): italian}
@@ -202,21 +204,26 @@ def test_cross_encoder_support_without_evidence_scores_nothing_as_supported():
     assert ce.calls == []
 
 
-def test_by_default_italian_questions_keep_the_first_stage_order_and_the_trace_says_so(tmp_path):
-    services, ce, fusion = _services(tmp_path, candidates=2)
-    assert services.settings.rerank.language_models == {"it": "none"}  # evaluation/results/rerank-italian-s8.md
-    hits = [Hit(h.segment, s, {"dense": s}) for h, s in zip(_hits(), (0.7, 0.9, 0.8), strict=True)]
-
-    assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (
-        None,
-        "question language it: first-stage order kept (rerank.language_models)",
+def test_by_default_italian_questions_get_reranker_e5_on_their_english_candidates_only(tmp_path):
+    services, ce, fusion = _services(tmp_path, candidates=5)
+    r = services.settings.rerank  # evaluation/results/italian-s14.md
+    assert (r.language_models, r.language_passages, r.language_max_length) == (
+        {"it": "reranker-e5"},
+        {"it": "other"},
+        64,
     )
-    assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
-    assert services.language_cross_encoder("it") is None  # "none" names no model folder
-    ranked = rerank_stage("Quali sono i sintomi dell'asma?", hits, services, {})
+    real = services.language_cross_encoder("it")  # the shipped model, loaded from models/reranker-e5
+    assert (real.model_path.name, real.own_language, real.rrf_k, real.runtime) == ("reranker-e5", "it", 60, "onnx-int8")
+    italian = FakeCrossEncoder({"text b": 0.1, "text d": 0.2, "text e": 0.9})
+    italian.rrf_k, italian.own_language = 0, "it"  # alone: its order shows
+    services.__dict__["_language_cross_encoders"] = {("reranker-e5", "it"): italian}
 
-    assert [h.segment.doc_id for h in ranked] == ["b", "c", "a"]  # the dense scores' order, every candidate
-    assert [h.detail for h in ranked] == [{"dense": 0.9}, {"dense": 0.8}, {"dense": 0.7}]
+    assert services.reranker_for("Quali sono i sintomi dell'asma nei bambini?") == (italian, None)
+    assert services.reranker_for("What are the symptoms of asthma in children?") == (ce, None)
+    ranked = rerank_stage("Quali sono i sintomi dell'asma?", _mixed_hits(), services, {})
+
+    assert [h.segment.doc_id for h in ranked] == ["a", "e", "c", "d", "b"]  # Italian a, c where e5 put them
+    assert italian.calls == [[("Quali sono i sintomi dell'asma?", f"text {d}") for d in "bde"]]
     assert ce.calls == [] and fusion.questions == []
 
 
