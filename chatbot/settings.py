@@ -273,9 +273,8 @@ class RerankSettings(_Group):
     language_models: dict[str, str] = Field(
         default_factory=lambda: {"it": "reranker-e5"},
         description="Rerank stage only: a cross-encoder per question language (a folder under models/ or a "
-        'path), or "none": the first stage\'s order. Italian: reranker-e5 on the English candidates only '
-        "(language_passages): MEDIQA-it test nDCG@10 0.565 -> 0.615, Italian replies over the cards unchanged "
-        "(italian-s14.md). The relevance gate keeps the one above.",
+        'path), or "none": the first stage\'s order. Italian: reranker-e5 on English candidates (language_passages): '
+        "MEDIQA-it test nDCG@10 0.565 -> 0.615 (evaluation/results/italian-s14.md). The gate keeps the one above.",
     )
     language_max_length: int = Field(
         default=64, ge=32, le=512, description="language_models only: word pieces read per pair (reranker-e5: 64)."
@@ -285,10 +284,9 @@ class RerankSettings(_Group):
     )
     language_passages: dict[str, Literal["all", "other"]] = Field(
         default_factory=lambda: {"it": "other"},
-        description="language_models only, per question language: all (a language not named) or other: the model "
-        "rescores only the candidates in another language than the question's, reordered among the positions they "
-        "held; the question's own-language passages keep the first stage's order. Italian: other (reranker-e5 never "
-        "trained on Italian passages; on all of them it lost 11 of 90 Italian replies over the cards; italian-s14.md).",
+        description="language_models, per question language: all (unnamed) or other: only candidates in another "
+        "language are rescored, within the positions they held. Italian: other (on all candidates reranker-e5 lost "
+        "11/90 Italian replies; evaluation/results/italian-s14.md).",
     )
     fusion_weight: float = Field(
         default=0.5,

@@ -113,6 +113,10 @@ def test_missing_config_file_is_an_error(monkeypatch, tmp_path):
         ({"rerank": {"kind": "magic"}}, r"rerank\.kind\s+Input should be 'cross-encoder', 'fusion' or 'none'"),
         ({"rerank": {"runtime": "tensorrt"}}, r"rerank\.runtime\s+Input should be 'onnx' or 'torch'"),
         ({"rerank": {"max_length": 1024}}, r"rerank\.max_length\s+Input should be less than or equal to 512"),
+        (
+            {"rerank": {"language_passages": {"it": "some"}}},
+            r"rerank\.language_passages\.it\s+Input should be 'all' or 'other'",
+        ),
         ({"safety": {"relevance_score": "x"}}, r"safety\.relevance_score\s+Input should be 'dense' or 'cross-encoder'"),
         (
             {"embedding": {"model": "gpt"}},
