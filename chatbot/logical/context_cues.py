@@ -5,7 +5,10 @@ else helps?", "Ginger doesn't work for me, what can I take?", "I'm allergic to p
 are safe?", "not asking about feeding, how often should a newborn poo?", "it's not colic, but what could it be?",
 "Lo zenzero l'ho già provato, cosa posso fare?", "Sono allergica alla penicillina, quale antibiotico …?",
 "che non sia il reflusso, perché piange?", "I don't eat meat", "I hate fish", "non mangio carne", "non mi piace il
-latte" (the question may come before or after). The excluded thing X stands after the cue (``_BEFORE_X``) or before
+latte" (the question may come before or after); since session 14 also "ma non è/e X" (a noun, not a participle or
+adjective: "non è vaccinato" stays unrouted), "I don't think it's X" / "non credo sia X", what the bot should leave
+out ("don't tell me about X", "skip the X", "I know about X already", "lasciamo perdere X"), a short list ("febbre e
+ittero"), a reason without "because" cut with X ("its not anaemia my bloods were fine"), and "solo Y" asking. The excluded thing X stands after the cue (``_BEFORE_X``) or before
 it ("X doesn't work", "X li ho già tolti": ``_AFTER_X``); the whole clause is cut from the positive part.
 
 Every pattern opens a clause, X must be a noun phrase (not an adjective, adverb, pronoun or verb: "not sure",
@@ -32,6 +35,12 @@ _PREP_IT = (
     r"(?:(?:dell'|all'|sull')|(?:dello|della|degli|delle|allo|alla|agli|alle|sulla|del|dei|di|al|ai|a|per|sul|su)\s+)"
 )
 _ALREADY = r"(?:already|già|gia)"
+# a clause that says why X is ruled out, without "because": "my bloods were fine", "ho fatto le analisi"
+_REASON = (
+    r"(?:(?:my|her|his|our|the|i)\s+(?:\w+\s+){0,2}?(?:were|was|is|are|came\s+back|checked|tested|had)\b|"
+    r"(?:ho|abbiamo|ha|hanno)\s+(?:già\s+|gia\s+)?(?:fatto|fatte|controllato|misurato|misurata)\b|"
+    r"(?:le\s+analisi|gli\s+esami|the\s+bloods?|blood\s+tests?)\s+(?:sono|erano|were|are|came)\b)"
+)
 
 # (pattern ending where X begins, language, what X must be: "np" noun phrase, "treatment", "np-ing" a noun
 # phrase or a gerund, and which extra sign is needed: "" none, "already" (already/già in the match or right
@@ -49,6 +58,22 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
     (r"not\s+(?:(?:the|a|an)\s+(?=\w)|(?=(?:that|this|those|these|any)\s))", "en", "np", ""),
     (r"not\s+(?=\S)", "en", "treatment", ""),
     (r"(?:it'?s|its|it\s+is|it\s+isn'?t|that'?s|that\s+is|they'?re|they\s+are)\s+not\s+", "en", "np", ""),
+    (
+        r"(?:i|we)\s+(?:don'?t|do\s+not|dont)\s+think\s+(?:it'?s|its|it\s+is|that'?s|they'?re)\s+",
+        "en",
+        "np",
+        "",
+    ),
+    # what the patient asks the bot to leave out: "don't tell me about X", "skip X", "I know about X already"
+    (
+        r"(?:please\s+)?(?:don'?t|do\s+not|dont)\s+(?:tell\s+me|talk\s+to\s+me|give\s+me|send\s+me)\s+"
+        r"(?:about\s+)?|(?:please\s+)?(?:skip|forget|never\s+mind|leave\s+out)\s+(?=(?:the|all\s+the|about)\s)"
+        r"(?:about\s+)?|(?:i|we)\s+(?:already\s+)?know\s+(?:all\s+)?about\s+|"
+        r"(?:i|we)\s+(?:don'?t|do\s+not|dont)\s+(?:need|want)\s+(?=(?:the|any|more)\s)",
+        "en",
+        "np-ing",
+        "",
+    ),
     # tried / gave up / allergic / can't take
     (
         r"(?:(?:i'?ve|i\s+have|we'?ve|we\s+have|i|we)\s+)?(?:already\s+)?(?:tried|tested)\s+(?:out\s+)?",
@@ -90,6 +115,16 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
     (r"non\s+mi\s+(?:preoccupa|preoccupano|interessa|interessano)\s+", "it", "np", ""),
     (rf"non\s+sono\s+preoccupat[oa]\s+{_PREP_IT}", "it", "np-ing", ""),
     (r"che\s+non\s+(?:sia|siano)\s+", "it", "np", ""),
+    (r"non\s+(?:è|e'|e)\s+", "it", "np-it", ""),
+    (r"non\s+(?:credo|penso)\s+(?:che\s+)?(?:sia|siano)\s+", "it", "np-it", ""),
+    (
+        rf"(?:lasciamo|lascia|lasciate|lasciando)\s+(?:perdere|stare)\s+{_PREP_IT}?|non\s+(?:dirmi|parlarmi|mi\s+dire|"
+        rf"mi\s+parlare)\s+{_PREP_IT}|(?:so\s+(?:già\s+|gia\s+)?tutto|conosco\s+(?:già\s+|gia\s+)?)\s*{_PREP_IT}?|"
+        r"non\s+(?:mi\s+)?(?:serve|servono)\s+(?=(?:il|la|lo|i|gli|le|l')\s*\w)",
+        "it",
+        "np",
+        "",
+    ),
     (
         r"(?:(?:io\s+)?(?:ho|abbiamo)\s+)?(?:già\s+|gia\s+)?(?:provato|provata|provati|provate)\s+(?:già\s+|gia\s+)?",
         "it",
@@ -158,7 +193,9 @@ _AFTER_RE = [
 _X_END = re.compile(
     r"\s*(?:[,;:?!()]|\.(?=\s|$)|\s[-–—]\s)|\s+(?:and|but|so|because|as|e|ma|quindi|perch[eé]|perche|"
     r"already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit|roba)\b|\s+(?=(?:what|how|why|where|when|which|"
-    r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)",
+    r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)"
+    # … or a new clause stating why: "its not anaemia my bloods were fine", "non e anemia ho fatto le analisi"
+    r"|\s+(?=" + _REASON + r")",
     re.I,
 )
 _QUESTION = re.compile(
@@ -189,7 +226,20 @@ _DET = re.compile(
 )
 
 
-_CLAUSE_WORD = re.compile(r"\b(?:che|that|which|who|says|said|dice|dicono|told|is|are|was|è|sono|era)\b", re.I)
+# after "non è": participles and words that make it a statement, not a ruled-out topic
+_NOT_IT_NOUN = re.compile(
+    r"\w{2,}(?:ato|ata|ito|ita|uto|uta|ate|ite|ute|ente|ante|enti|anti|sso|ssa|tto|tta|sto|sta)|"
+    r"\w{3,}(?:ico|ica|ici|iche|oso|osa|osi|ose|ale|ali|ile|ili|ivo|iva|ivi|ive|bile)|colpa|vero|vera|mai|stato|stata|chiaro|"
+    r"facile|difficile|caso|proprio|niente|nulla|detto|bello|bella|male|bene|meglio|peggio|tanto|poco|sol[oa]|"
+    r"nat[oa]|ora|tardi|presto|giusto|giusta|possibile|grave|normale|così|cosi|piu|più|ancora|sempre",
+    re.I,
+)
+_NOT_IT_AFTER_DET = re.compile(r"colpa|caso|cosa|cose|problema|bel\w*|buon\w*|grande|gran|po|poco", re.I)
+_CLAUSE_WORD = re.compile(
+    r"\b(?:che|that|which|who|says|said|dice|dicono|told|is|are|was|è|sono|era)\b|"
+    r"\bto\s+(?:be|get|have|go|do|feel|take|make|keep|stop|start|become|catch|cry|sleep|eat|drink|wake)\b",
+    re.I,
+)
 
 
 def _is_x(x: str, kind: str) -> bool:
@@ -207,14 +257,23 @@ def _is_x(x: str, kind: str) -> bool:
     if kind == "treatment":
         return False
     head = words[1] if _DET.fullmatch(words[0]) and len(words) > 1 else words[0]
+    if kind == "np-it" and (_NOT_IT_NOUN.fullmatch(head) if head is words[0] else _NOT_IT_AFTER_DET.fullmatch(head)):
+        return False  # "non è vaccinato", "non è colpa mia", "non e mai successo" (but "non è una colica")
     if kind == "np-ing" and re.fullmatch(r"\w{3,}ing", head, re.I):
         return True
     return not NOT_A_NOUN.fullmatch(head) and not _PRONOUN.fullmatch(head)
 
 
-def _asks(rest: str) -> bool:
-    """The text left once the stated clause is cut asks something, with at least two content words."""
-    return bool(_QUESTION.search(rest)) and len(content_words(rest)) >= 2
+_ONLY = re.compile(r"^\s*(?:but\s+|ma\s+)?(?:only|just|solo|soltanto|solamente)\s+\w", re.I)
+
+
+def _asks(before: str, after: str) -> bool:
+    """The text left once the stated clause is cut (``before`` it, ``after`` it) asks something, with at least two
+    content words: a "?", a question word opening a clause, or "only/solo Y" right after the cut ("non mi interessa
+    il sonno, solo la febbre")."""
+    rest = before.rstrip() + ", " + after
+    asked = _QUESTION.search(rest) or _ONLY.match(after)
+    return bool(asked) and len(content_words(rest)) >= 2
 
 
 # after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
@@ -223,7 +282,16 @@ _CUT_END = re.compile(
     r"(?:\s+(?:already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit))*"
     r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
     r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
+    r"(?:,?\s+" + _REASON + r"[^,;:?!.]*(?=,))?"
     r"\s*(?:[,;:]|\s[-–—]|\.(?=\s))?\s*",
+    re.I,
+)
+
+
+# one more short item after "and/or/e/o", closed by punctuation: the ruled-out list goes on
+_LIST_MORE = re.compile(
+    r"\s+(?:and|or|e|o|né|ne)\s+(?!(?:i|we|you|she|he|it|they|io|lei|lui|what|how|why|cosa|come|perch)\b)"
+    r"(?:(?:the|il|lo|la|l'|i|gli|le)\s*)?[a-zà-ÿ]{3,}(?:\s+[a-zà-ÿ]{3,})?(?=\s*[,;:?!.])",
     re.I,
 )
 
@@ -241,9 +309,11 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
         for m in rx.finditer(text):
             end = _X_END.search(text, m.end())
             x_end = end.start() if end else len(text)
+            if end and (more := _LIST_MORE.match(text, x_end)):
+                x_end = more.end()  # "lasciamo perdere febbre e ittero, ...": a short list of ruled-out things
             x = text[m.end() : x_end].strip()
             cut = _cut_end(text, x_end)
-            if not x or not _is_x(x, kind) or not _asks(text[: m.start()] + " " + text[cut:]):
+            if not x or not _is_x(x, kind) or not _asks(text[: m.start()], text[cut:]):
                 continue
             if need == "already" and not (
                 re.search(_ALREADY, m.group("cue"), re.I)
@@ -256,7 +326,7 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
         for m in rx.finditer(text):
             x = m.group("x").strip()
             cut = _cut_end(text, m.end())
-            if _is_x(x, "np") and _asks(text[: m.start()] + " " + text[cut:]):
+            if _is_x(x, "np") and _asks(text[: m.start()], text[cut:]):
                 found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
     found.sort()
     out: list[tuple[int, int, str, str]] = []

@@ -120,6 +120,12 @@ TERMINATOR = re.compile(
     # a question opening right after the excluded words, without a comma: "a parte il fumo cos'altro posso fare"
     r"|(?P<qw>\s+)(?=(?:what|how|why|is\s+there|are\s+there|cos'altro|che\s+cosa|cosa|perch[ée]|quali|quale|"
     r"dove|where)\s+\w"
+    # … or a request: "invece della pressione alta spiegami il diabete", "instead of X tell me about Y", "al di là dei
+    # movimenti come capisco ...", "piuttosto che X vorrei sapere ..."
+    r"|(?:tell\s+me|explain|give\s+me|show\s+me|talk\s+(?:to\s+me\s+)?about|i\s+(?:want|need|would\s+like|'?d\s+like)"
+    r"\s+to\s+know|spiegami|parlami|dimmi|dammi|illustrami|vorrei\s+(?:sapere|capire|informazioni)|"
+    r"voglio\s+sapere|come\s+(?:posso|possiamo|faccio|capisco|si|devo|mi|lo|la|li|le|gli|riconosco|evito|"
+    r"gestisco|preparo))\b"
     # … or a yes/no question: "besides X and Y do I need Z", "oltre al ferro devo prendere anche il calcio"
     r"|(?:do|does|did|should|can|could|would|will|am|is|are)\s+(?:i|we|you|she|he|they|my|our)\s"
     r"|(?:i|we|you)\s+(?:can|could|should|must|need\s+to|have\s+to)\s"

@@ -26,6 +26,8 @@ These phrasings exclude a topic only in some sentences, so each one is accepted 
   "if I'm not breastfeeding"): a verb of taking says X is avoided; accepted when the sentence asks something
   (a request word, or it opens with a question word) and X is a noun phrase, not an attribute (pain, side
   effects, a prescription, dolore, motivo, ricetta, glutine …).
+- plain "without X" / "senza X" after a request for what helps ("what helps with nausea without ginger", "cosa
+  aiuta la nausea senza zenzero"), attributes as below unrouted.
 - plain "without X" / "senza X" after a how-to or where-to request ("How can I ease sciatica without physio",
   "dove prendo il ferro senza carne"), also in a hedge that follows the question ("…? Se possibile senza
   insulina"); attributes as above stay unrouted ("How can I sleep without pain", "senza motivo").
@@ -109,6 +111,14 @@ _HOW_REQUEST = re.compile(
     r"\b(?:how\s+(?:can|do|could|should)\s+(?:i|we)|how\s+to|where\s+(?:can|do)\s+(?:i|we)\s+(?:get|find)|"
     r"what\s+can\s+(?:i|we)\s+do|remed(?:y|ies)|treatments?|ways?\s+to|come\s+(?:posso|faccio\s+a|si\s+pu[òo]|si\s+cura|si\s+tratta|"
     r"possiamo)|dove\s+(?:posso\s+)?(?:prendo|trovo|prendere|trovare)|cosa\s+(?:posso\s+)?fare|rimedi|cure)\b",
+    re.IGNORECASE,
+)
+# a request for what helps or what else: plain "without X" after it excludes X (attributes aside, as above)
+_HELPS = re.compile(
+    r"\b(?:what|which|anything|something)\s+(?:else\s+)?(?:helps?|works?|can\s+(?:i|we)\s+(?:take|use|eat|drink|try)|"
+    r"could\s+help|would\s+help)\b|\b(?:remed(?:y|ies)|tips|alternatives?|options?)\b|"
+    r"\b(?:cosa|che\s+cosa|cos'altro|qualcosa\s+che|che)\s+(?:altro\s+)?(?:aiuta|aiutano|funziona|funzionano|"
+    r"posso\s+(?:prendere|usare|mangiare|bere|provare))\b|\b(?:rimedi|consigli|alternative)\b",
     re.IGNORECASE,
 )
 _ATTRIBUTE = re.compile(
@@ -239,7 +249,9 @@ def guarded_cues(text: str, pos: int) -> list[tuple[int, int, str]]:
         hedged = _HEDGE.fullmatch(before) and (
             _HOW_REQUEST.search(prior) or _REQUEST.search(prior)
         )  # "…? If possible without X"
-        if (_HOW_REQUEST.search(before) or hedged) and noun_phrase(text, m.end()):
+        # "what helps with nausea without ginger", "cosa aiuta la nausea senza zenzero": options were asked for
+        helps = _HELPS.search(before)
+        if (_HOW_REQUEST.search(before) or hedged or helps) and noun_phrase(text, m.end()):
             if not _ATTRIBUTE.match(text, m.end()):
                 start = m.start() - len(before.lstrip()) if hedged else m.start()  # the hedge goes with the cue
                 out.append((start, m.end(), m.group(0).split()[0].lower()))
