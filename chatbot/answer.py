@@ -236,11 +236,15 @@ def _answer(
     # (answer-first extractive replies only, which name their answering document; not an exclusion question's links)
     pool = services.settings.retrieval.answer_pool
     extra = None
-    if rescued is None and ccfg.mode == "extractive" and not chosen.excluded:
-        # retrieval.cross_language_pick: an other-language card that answers where the own-language links do not
+    routed_pick = services.settings.retrieval.cross_language_pick_routed
+    if rescued is None and ccfg.mode == "extractive" and (routed_pick or not chosen.excluded):
+        # retrieval.cross_language_pick: an other-language card that answers where the own-language links do not;
+        # never one about what the patient excluded (the route's NOT terms; None: the detector did not run)
         from chatbot.stages.cross_language_pick import pick_for
 
-        rescued, picked = pick_for(result, services, reply_lang, query)
+        # a routed question is searched and compared by its positive part (what the patient asks for)
+        asked = chosen.positive if chosen.excluded and chosen.positive else query
+        rescued, picked = pick_for(result, services, reply_lang, asked, chosen.not_terms)
         safety_trace.update(picked)
     if rescued is not None:  # answered because of this document: the reply is its own, and it is linked first
         from chatbot.stages.cross_language_gate import mixed_view

@@ -215,6 +215,11 @@ class RetrievalSettings(_Group):
         "the own-language links, no link's twin (centroid cosine < twin), topic not named by them, is linked first "
         "and answers (Italian dev +13/-1; crosslang-s13.md). {}: off.",
     )
+    cross_language_pick_routed: bool = Field(
+        default=True,
+        description="Also run cross_language_pick on questions routed to the logical decomposition, never picking "
+        "a card about a NOT term (exclusions-s14.md). False: the pick runs on unrouted questions only (session 13).",
+    )
     answer_pool_source: Literal["separate", "candidates"] = Field(
         default="separate",
         description="Where answer_pool's other-language document comes from. separate: the first document of a "

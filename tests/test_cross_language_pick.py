@@ -2,7 +2,13 @@
 
 import numpy as np
 
-from chatbot.stages.cross_language_pick import Document, about_excluded, names_topic, other_language_pick
+from chatbot.stages.cross_language_pick import (
+    Document,
+    about_excluded,
+    names_topic,
+    other_language_pick,
+    term_variants,
+)
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -102,3 +108,38 @@ def test_the_pick_reads_the_detectors_not_terms() -> None:
 
     found = analyse(QUESTION)
     assert found is not None and found.negatives == ("zenzero",)
+
+
+# Session 14: an Italian NOT term must find the English card about it (cards' topic words EN <-> IT, lists, a leading
+# verb, a complement), while a card that only lists the term among others stays eligible.
+def _card(doc_id: str, title: str, heading: str, text: str) -> Document:
+    return Document(doc_id, "en", title, np.stack([unit(1, 0, 0)]), f"{title}\n{text}", ((heading, text),))
+
+
+ANAEMIA_EN = _card("en-anaemia", "Iron and anaemia in pregnancy", "Signs", "You may feel tired and short of breath.")
+KICKS_EN = _card("en-kicks", "Your baby's movements", "When to call", "Call the unit if the pattern changes.")
+FISH_EN = _card("en-fish", "Omega-3 from fish", "How much", "Two portions a week, one of them oily.")
+FEED_EN = _card("en-feed", "Breastfeeding: a good latch", "Positions", "Hold your baby close, nose to nipple.")
+TIRED_EN = _card("en-tired", "Tiredness in pregnancy", "Causes", "Common causes are hormones, poor sleep, anaemia, or stress.")
+
+
+def test_italian_not_terms_find_the_english_card_about_them() -> None:
+    assert about_excluded(ANAEMIA_EN, Q, ("l'anemia",)) == "l'anemia"
+    assert about_excluded(KICKS_EN, Q, ("contando i movimenti",)) == "contando i movimenti"
+    assert about_excluded(FISH_EN, Q, ("il pesce e l'olio di fegato di merluzzo",)) == (
+        "il pesce e l'olio di fegato di merluzzo"
+    )
+    assert about_excluded(FEED_EN, Q, ("allattare al seno",)) == "allattare al seno"
+    # a card that only lists anaemia among causes is not about it; other topics are not caught
+    assert about_excluded(TIRED_EN, Q, ("l'anemia",)) is None
+    assert about_excluded(ANAEMIA_EN, Q, ("la nausea", "il fumo")) is None
+    assert term_variants("allattare al seno") == ["allattare al seno", "allattare"]
+    assert term_variants("contando i movimenti") == ["contando i movimenti", "i movimenti"]
+
+
+def test_the_pick_skips_the_excluded_english_card_for_the_next_one() -> None:
+    doc, trace = other_language_pick(
+        "stanca, oltre all'anemia", "it", Q, [SLEEP_IT], [ANAEMIA_EN, TIRED_EN], excluded=("l'anemia",)
+    )
+    assert trace["excluded"] == {"en-anaemia": "l'anemia"}
+    assert doc == "en-tired"

@@ -204,3 +204,16 @@ def test_the_patient_page_and_the_api_route_through_the_service(tmp_path, fake_e
 
     assert turn.answer["trace"]["route"]["pipeline"] == "logical"
     assert turn.answer["links"][0]["url"] == "https://example.org/positive"
+
+
+def test_the_route_carries_the_detectors_not_terms_for_later_stages():
+    # later stages (the cross-language pick) read the NOT terms here instead of running the detector again
+    settings = Settings(retrieval={"pipeline": "dense"})
+    routed = route("Cosa aiuta la nausea in gravidanza senza zenzero?", None, settings)
+    assert routed.pipeline == "logical" and routed.not_terms == ("zenzero",) == routed.excluded
+    assert route("What helps with nausea in pregnancy?", None, settings).not_terms == ()
+    # the detector did not run: None (the pick runs it itself)
+    assert route("What helps with nausea other than ginger?", "bm25", settings).not_terms is None
+    off = Settings(retrieval={"pipeline": "dense", "route_exclusions": False})
+    assert route("What helps with nausea other than ginger?", None, off).not_terms is None
+    assert "not_terms" not in routed.trace()

@@ -73,6 +73,33 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("alcohol", "alcol", "alcool"),
     ("child", "children", "kids", "bambino", "bambini", "figli"),
     ("heart", "cardiac", "cuore", "cardiaco", "cardiaca"),
+) + (
+    # The cards' topic words, English <-> Italian (session 14): an Italian NOT term must find the English card about
+    # it ("l'anemia" is the "Iron and anaemia" card). Only translations, so English-only text matches as before.
+    ("anaemia", "anemia", "anaemic", "anemica", "anemico"),
+    ("movements", "movement", "movimenti", "movimento"),
+    ("counting", "count", "contare", "contando"),
+    ("baby", "babies", "neonato", "neonata", "neonati", "bimbo", "bimba", "lattante"),
+    ("fish", "pesce", "pesci"), ("oil", "olio"), ("liver", "fegato"), ("cod", "merluzzo"),
+    ("breast", "seno"), ("latch", "attacco", "attaccare", "attaccarla", "attaccarlo", "attacca"),
+    ("nipple", "nipples", "capezzolo", "capezzoli"), ("mastitis", "mastite"), ("engorgement", "ingorgo"),
+    ("jaundice", "ittero"), ("miscarriage", "aborto", "spontaneo"), ("milk", "latte"), ("formula", "artificiale"),
+    ("ultrasound", "scan", "scans", "ecografia", "ecografie"), ("colic", "colica", "coliche"), ("crying", "pianto"),
+    ("position", "posizione"), ("pressure", "pressione"), ("high", "alta", "alto"), ("diabetes", "diabete"),
+    ("gestational", "gestazionale"), ("eclampsia", "preeclampsia"),
+    ("tiredness", "tired", "fatigue", "stanchezza", "stanca", "stanco"), ("vomiting", "vomito"),
+    ("sickness", "nausea", "nausee"), ("constipation", "stitichezza"),
+    ("heartburn", "indigestion", "bruciore", "reflusso", "acidita"), ("back", "schiena"), ("pain", "dolore", "mal"),
+    ("caffeine", "coffee", "caffeina", "caffe"), ("folic", "folico"), ("acid", "acido"),
+    ("vitamin", "vitamins", "vitamina", "vitamine"), ("iodine", "iodio"), ("calcium", "calcio"),
+    ("dairy", "latticini"), ("weight", "peso"), ("travel", "flying", "viaggio", "viaggiare", "volo", "aereo"),
+    ("labour", "labor", "travaglio", "parto"), ("bleeding", "sanguinamento", "perdite"),
+    ("contraception", "contraccezione", "contraccettivo", "contraccettivi"), ("pelvic", "pelvico", "pelvica"),
+    ("floor", "pavimento"), ("umbilical", "ombelicale"), ("cord", "cordone", "moncone", "stump"),
+    ("weaning", "svezzamento"), ("vegetarian", "vegetariana", "vegetariano"), ("vegan", "vegana", "vegano"),
+    ("hygiene", "igiene"), ("syndrome", "sindrome"), ("depression", "depressione"), ("vaping", "svapo"),
+    ("flu", "influenza"), ("whooping", "pertosse"), ("cough", "tosse"), ("emergency", "emergenza"),
+    ("number", "numero", "numeri"), ("screening", "screening"),
 )  # fmt: skip
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -18,6 +18,7 @@ the sentences do; EN/IT synonyms as ``mention.term_words``) is left out of the c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -64,9 +65,39 @@ def about_excluded(doc: Document, question_vector: np.ndarray, excluded: Sequenc
         heading, text = doc.segments[int(np.argmax(np.asarray(doc.vectors, dtype=np.float32) @ question_vector))]
     hit = SimpleNamespace(segment=SimpleNamespace(text=text, heading=heading, title=doc.title))
     for term in excluded:
-        if term.strip() and bool(passage_aboutness([hit], term).about[0]):  # type: ignore[list-item]
-            return term
+        for part in term_variants(term):
+            if bool(passage_aboutness([hit], part).about[0]):  # type: ignore[list-item]
+                return term
     return None
+
+
+_LIST = re.compile(r"\s+(?:and|or|e|o|né|ne|nor)\s+|\s*,\s*", re.IGNORECASE)
+_VERB_FIRST = re.compile(r"^\s*\w+(?:ando|endo|ing|are|ere|ire)\s+(?=\w)", re.IGNORECASE)
+_COMPLEMENT = re.compile(
+    r"\s+(?:di|del|dello|della|dei|degli|delle|dell'|al|allo|alla|ai|agli|alle|all'|of|for|in|nel|nella)\b.*$",
+    re.IGNORECASE,
+)
+
+
+_PREPOSITION = re.compile(r"\s*(?:a|al|allo|alla|ai|agli|alle|all'|di|del|della|to|of|for)\b", re.IGNORECASE)
+
+
+def term_variants(term: str) -> list[str]:
+    """The ways a NOT term names a topic across languages: the term; each item of a list ("il pesce e l'olio di
+    fegato di merluzzo"); each item without a leading verb ("contando i movimenti" → "i movimenti") and without its
+    complement ("allattare al seno" → "allattare", "olio di fegato di merluzzo" → "olio"): a card titled
+    "Breastfeeding" is about "allattare al seno" although no English word stands for "seno" there."""
+    out = [term]
+    for item in _LIST.split(term) if _LIST.search(term) else [term]:
+        for v in (
+            item,
+            _VERB_FIRST.sub("", item),
+            _COMPLEMENT.sub("", item),
+            _COMPLEMENT.sub("", _VERB_FIRST.sub("", item)),
+        ):
+            if v.strip() and v.strip() not in out and not _PREPOSITION.match(v):
+                out.append(v.strip())
+    return out
 
 
 def names_topic(question: str, title: str, text: str) -> bool:

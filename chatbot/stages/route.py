@@ -10,7 +10,7 @@ the caller (``chatbot ask --pipeline``, the harness) is kept as it is.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chatbot.logical.aboutness import asks_for_alternatives, listed, names
@@ -33,9 +33,14 @@ class Route:
     excluded: tuple[str, ...] = ()
     # every cue asks for alternatives ("apart from X"): a sentence listing X among them answers (aboutness)
     alternatives: bool = False
+    # the detector's NOT terms whatever the route ((): it found none); None: it did not run (router off, a pipeline
+    # named by the caller). Later stages read them here instead of running the detector again.
+    not_terms: tuple[str, ...] | None = field(default=None, compare=False)
 
     def trace(self) -> dict[str, Any]:
-        return {**asdict(self), "excluded": list(self.excluded)}
+        out = {**asdict(self), "excluded": list(self.excluded)}
+        out.pop("not_terms")  # the trace keeps its shape: `excluded` already names a routed question's NOT terms
+        return out
 
     def mentions_excluded(self, text: str) -> bool:
         """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
@@ -89,7 +94,7 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
         return Route(default, "router off (retrieval.route_exclusions=false)")
     found = analyse(question)
     if found is None:
-        return Route(default, "no exclusion in the question")
+        return Route(default, "no exclusion in the question", not_terms=())
     return Route(
         EXCLUSION_PIPELINE,
         f"exclusion cue {found.cues[0]!r} ({found.language})",
@@ -97,4 +102,5 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
         found.positive,
         found.negatives,
         asks_for_alternatives(found.cues),
+        found.negatives,
     )
