@@ -120,7 +120,7 @@ ANAEMIA_EN = _card("en-anaemia", "Iron and anaemia in pregnancy", "Signs", "You 
 KICKS_EN = _card("en-kicks", "Your baby's movements", "When to call", "Call the unit if the pattern changes.")
 FISH_EN = _card("en-fish", "Omega-3 from fish", "How much", "Two portions a week, one of them oily.")
 FEED_EN = _card("en-feed", "Breastfeeding: a good latch", "Positions", "Hold your baby close, nose to nipple.")
-TIRED_EN = _card("en-tired", "Tiredness in pregnancy", "Causes", "Common causes are hormones, poor sleep, anaemia, or stress.")
+TIRED_EN = _card("en-tired", "Tiredness", "Causes", "Common causes are hormones, poor sleep, anaemia, or stress.")
 
 
 def test_italian_not_terms_find_the_english_card_about_them() -> None:

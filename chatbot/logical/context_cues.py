@@ -8,8 +8,9 @@ are safe?", "not asking about feeding, how often should a newborn poo?", "it's n
 latte" (the question may come before or after); since session 14 also "ma non è/e X" (a noun, not a participle or
 adjective: "non è vaccinato" stays unrouted), "I don't think it's X" / "non credo sia X", what the bot should leave
 out ("don't tell me about X", "skip the X", "I know about X already", "lasciamo perdere X"), a short list ("febbre e
-ittero"), a reason without "because" cut with X ("its not anaemia my bloods were fine"), and "solo Y" asking. The excluded thing X stands after the cue (``_BEFORE_X``) or before
-it ("X doesn't work", "X li ho già tolti": ``_AFTER_X``); the whole clause is cut from the positive part.
+ittero"), a reason without "because" cut with X ("its not anaemia my bloods were fine"), and "solo Y" asking.
+The excluded thing X stands after the cue (``_BEFORE_X``) or before it ("X doesn't work", "X li ho già tolti":
+``_AFTER_X``); the whole clause is cut from the positive part.
 
 Every pattern opens a clause, X must be a noun phrase (not an adjective, adverb, pronoun or verb: "not sure",
 "it's not serious", "I can't take it anymore", "Non posso prendere ferie" stay unrouted; "can't take" and "non
