@@ -186,6 +186,7 @@ def _answer(
     if not relevant:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
+    from chatbot.stages.answer_cues import answer_kind
     from chatbot.stages.answer_first import answer_model_for
     from chatbot.stages.answer_pool import compose_with_pool, pool_candidate, separate_candidate
     from chatbot.stages.compose import compose_reply
@@ -230,6 +231,8 @@ def _answer(
             # the urgent message goes first in the reply (answer_object.outcome): the limit is the whole reply's
             # (compose.urgent_in_limit)
             reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
+            # an exclusion question that asks for things opens with the options, not a verdict (answer_options)
+            kind=answer_kind(query, bool(chosen.excluded)),
         )
 
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import re
 
+from chatbot.stages.answer_options import ASKS_FOR_THINGS, OPTIONS
+from chatbot.stages.answer_options import CUES as OPTIONS_CUES
+from chatbot.stages.answer_options import HEADING as OPTIONS_HEADING
+
 QUESTION_TYPES = ("how_much", "how_long", "when", "why", "what_to_do", "yes_no")
 
 # -- question types ------------------------------------------------------------------------------------
@@ -88,6 +92,14 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+
+
+def answer_kind(question: str, excluded: bool) -> str | None:
+    """``options`` for a routed exclusion question (``excluded``) that asks for things and is otherwise typed
+    yes/no (chatbot.stages.answer_options); None (the question keeps its own type) otherwise."""
+    if excluded and question_type(question) == "yes_no" and ASKS_FOR_THINGS.search(question):
+        return OPTIONS
+    return None
 
 
 # "If you have had more caffeine than recommended, the risk of harm is small": an answer for a patient who says it
@@ -295,6 +307,10 @@ HEADING_CUES: dict[str, re.Pattern[str]] = {
     ),
     "yes_no": re.compile(r"\bsafe|\bavoid|\bsicur|\bevitare|\bregole\b|\bmyth|\bmito\b", re.I),
 }
+
+
+CUES[OPTIONS] = OPTIONS_CUES  # the options type of exclusion questions (chatbot.stages.answer_options)
+HEADING_CUES[OPTIONS] = OPTIONS_HEADING
 
 
 def cue_score(kind: str, text: str) -> float:

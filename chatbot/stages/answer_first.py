@@ -103,6 +103,7 @@ def compose_answer_first(
     model: AnswerModel | None = None,
     scorer: str = "cues",
     exclude: Callable[[str], bool] | None = None,
+    kind: str | None = None,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
@@ -116,7 +117,7 @@ def compose_answer_first(
     units, extra = answer_candidates(hits, list(hits) if mixed else use, document_segments, exclude, max_chars)
     if not units:
         return Composition("extractive", "", note)
-    kind = question_type(question)
+    kind = kind or question_type(question)  # ``kind``: a type given by the caller (answer_options.answer_kind)
     model_ms = None
     if model is not None:
         start = time.perf_counter()

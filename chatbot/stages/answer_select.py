@@ -41,7 +41,7 @@ W_TRAINED = 1.0
 # For yes/no, the trained term counts only on the card(s) naming the most of the question (``topic``): the reply-set
 # head took "No amount of alcohol is known to be safe" for the verdict "Is it safe to drink coffee?" asks for. For
 # every type this lost right card changes ("first lot of jabs"; evaluation/results/replies-s12.md).
-TRAINED_NAMED_ONLY = ("yes_no",)
+TRAINED_NAMED_ONLY = ("yes_no", "options")  # options: an exclusion question the trained head reads as yes/no
 # the document names what was asked: with MiniLM + fusion (the browser tests' settings) the alcohol card is
 # retrieved first for "Is it safe to drink coffee when pregnant?"; it never says "coffee", the caffeine card
 # does. Neutral on the dev reply set (0.0 to 1.5 give the same recall there).

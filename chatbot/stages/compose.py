@@ -90,6 +90,7 @@ def compose_reply(
     answer_model: AnswerModel | None = None,
     exclude: Callable[[str], bool] | None = None,
     reserved_chars: int = 0,
+    kind: str | None = None,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -99,6 +100,8 @@ def compose_reply(
     ``document_segments(doc_id)`` the segments of a document (the answer may sit just outside the retrieved
     segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for);
     ``exclude(sentence)`` keeps sentences out of the answer-first reply (what an exclusion question excluded).
+    ``kind``: the answer type when the caller knows better than ``question_type`` (an exclusion question's
+    ``options``, chatbot.stages.answer_options); None: typed from the question.
     ``reserved_chars``: characters the reply already holds in front of the composed text (the urgent message and
     the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``).
     """
@@ -168,6 +171,7 @@ def compose_reply(
             answer_model,
             cfg.answer_scorer,
             exclude,
+            kind,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()

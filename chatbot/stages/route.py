@@ -15,7 +15,7 @@ from typing import Any
 
 from chatbot.logical.aboutness import asks_for_alternatives, listed, names
 from chatbot.logical.detect import analyse
-from chatbot.logical.mention import term_words
+from chatbot.logical.mention import stem, term_words, words
 from chatbot.logical.patient_cues import MEDICINE_WORDS
 from chatbot.logical.query import to_string
 from chatbot.sentences import split_sentences
@@ -56,10 +56,25 @@ class Route:
             if words and re.search(r"\b" + r"\s+".join(map(re.escape, words)) + r"\b", folded):
                 if not (self.alternatives and _only_listed(text, phrase)):
                     return True
+            elif _names_across_languages(text, phrase) and not (self.alternatives and _only_listed(text, phrase)):
+                return True  # "zenzero" excluded, an English sentence about ginger (mention.SYNONYMS)
             members = CLASS_MEMBERS.get(words[-1]) if words else None
             if members and re.search(r"\b(?:" + "|".join(members) + r")\b", folded):
                 return True
         return False
+
+
+def _names_across_languages(text: str, phrase: str) -> bool:
+    """A sentence of ``text`` holds every content word of ``phrase`` in another language (stems and EN/IT synonyms,
+    ``mention.term_words``), and a word of it is a translation, not the phrase's own word."""
+    tw = term_words(phrase, "", drop_shared=False)
+    own = {stem(w) for w in words(phrase)}
+    if not tw.stems or all(g <= own for g in tw.stems):
+        return False  # no translation known: the literal match above decides
+    for sentence in split_sentences(text) or [text]:
+        if names(sentence, tw) and not {stem(w) for w in words(sentence)} >= {s for g in tw.stems for s in g & own}:
+            return True
+    return False
 
 
 def _only_listed(text: str, phrase: str) -> bool:
