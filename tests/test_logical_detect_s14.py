@@ -100,3 +100,13 @@ def test_s14_phrasings_are_decomposed(question: str, query: str) -> None:
 def test_same_words_without_an_exclusion_are_not_routed(question: str) -> None:
     found = analyse(question)
     assert found is None, (question, found and found.text)
+
+
+def test_the_cards_topic_words_translate_without_merging_topics() -> None:
+    from chatbot.logical.mention import stem, term_words
+
+    # "zenzero" finds "ginger", "l'anemia" finds "anaemia"; "coffee" is not "caffeine" ("apart from coffee what else
+    # has caffeine?" must keep the caffeine card)
+    assert stem("anaemia") in term_words("l'anemia").stems[0]
+    assert stem("caffe") in term_words("coffee").stems[0]
+    assert stem("caffeine") not in term_words("coffee").stems[0]

@@ -90,7 +90,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("tiredness", "tired", "fatigue", "stanchezza", "stanca", "stanco"), ("vomiting", "vomito"),
     ("sickness", "nausea", "nausee"), ("constipation", "stitichezza"),
     ("heartburn", "indigestion", "bruciore", "reflusso", "acidita"), ("back", "schiena"), ("pain", "dolore", "mal"),
-    ("caffeine", "coffee", "caffeina", "caffe"), ("folic", "folico"), ("acid", "acido"),
+    ("caffeine", "caffeina"), ("coffee", "caffe"), ("folic", "folico"), ("acid", "acido"),
     ("vitamin", "vitamins", "vitamina", "vitamine"), ("iodine", "iodio"), ("calcium", "calcio"),
     ("dairy", "latticini"), ("weight", "peso"), ("travel", "flying", "viaggio", "viaggiare", "volo", "aereo"),
     ("labour", "labor", "travaglio", "parto"), ("bleeding", "sanguinamento", "perdite"),
