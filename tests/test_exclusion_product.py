@@ -47,7 +47,14 @@ def pipeline_services(services):
 
 
 IRON_EN = ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat")
-IRON_IT = ("Quali alimenti sono ricchi di ferro a parte la carne rossa?", {"it-stanchezza-gravidanza"}, "carne rossa")
+# session 14: the cross-language pick also runs on the logical route, and links the English iron card (its list of
+# sources names red meat among others: not about it) first, under the "only in English" note; the Italian
+# tiredness card, which names iron-rich foods, was the answer before
+IRON_IT = (
+    "Quali alimenti sono ricchi di ferro a parte la carne rossa?",
+    {"it-stanchezza-gravidanza", "en-preg-iron-anaemia"},
+    "carne rossa",
+)
 NAUSEA = [
     ("What helps with nausea in pregnancy other than ginger?", {"en-preg-morning-sickness"}, "ginger"),
     ("Cosa aiuta la nausea in gravidanza oltre allo zenzero?", {"it-nausea-vomito-gravidanza"}, "zenzero"),
@@ -69,17 +76,9 @@ def test_an_exclusion_question_gets_the_right_card_first_and_a_reply_without_the
     check(services, question, good, excluded_word)
 
 
-IT_DENSE_MISS = pytest.mark.xfail(
-    strict=True,
-    reason="known miss since Italian questions keep e5's order (rerank.language_models it=none): the positive "
-    "part ranked as any question puts the general nutrition card first; BM25 in the fusion reranker had "
-    "lifted the right one (evaluation/results/rerank-italian-s8.md section 5)",
-)
-
-
-@pytest.mark.parametrize(
-    ("question", "good", "excluded_word"), [IRON_EN, pytest.param(*IRON_IT, marks=IT_DENSE_MISS), *NAUSEA]
-)
+# The Italian iron question was a known miss here (e5's order puts the general nutrition card first); since
+# session 14 the cross-language pick runs on the logical route too and links the English iron card first.
+@pytest.mark.parametrize(("question", "good", "excluded_word"), [IRON_EN, IRON_IT, *NAUSEA])
 def test_ranking_the_positive_part_as_any_question_gets_the_right_card_first(
     pipeline_services, question, good, excluded_word
 ):
