@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from chatbot.stages.answer_options import ASKS_FOR_THINGS, OPTIONS
+from chatbot.stages.answer_options import ASKS_FOR_THINGS, AVOID, OPTIONS
 from chatbot.stages.answer_options import CUES as OPTIONS_CUES
 from chatbot.stages.answer_options import HEADING as OPTIONS_HEADING
 
@@ -97,7 +97,12 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 def answer_kind(question: str, excluded: bool) -> str | None:
     """``options`` for a routed exclusion question (``excluded``) that asks for things and is otherwise typed
     yes/no (chatbot.stages.answer_options); None (the question keeps its own type) otherwise."""
-    if excluded and question_type(question) == "yes_no" and ASKS_FOR_THINGS.search(question):
+    if (
+        excluded
+        and question_type(question) == "yes_no"
+        and ASKS_FOR_THINGS.search(question)
+        and not AVOID.search(question)
+    ):
         return OPTIONS
     return None
 

@@ -4,13 +4,13 @@
 mangiare per la nausea senza prendere farmaci?", "Come alleviare la stanchezza senza farmaci?": ``question_type``
 reads these as yes/no (no how-much/when/why/what-to-do wording), so verdicts ("Exercise is not dangerous ..."),
 warnings and escalations ("Contact your midwife straight away if ...") win over the list of options the patient
-asked for. For a question the router sent to the exclusion decomposition, ``answer_cues.answer_kind`` names the type
-``options`` when it asks for things (what else / which / what can I + verb / cosa posso + verb / come + verb /
-quali / remedies, tips ...) and is otherwise typed yes/no. Its cues (``CUES``, read by ``answer_cues.cue_score``)
-reward enumerations, remedies and suggestions ("include", "such as", "can help", "try", "- " items; "tra cui",
-"può aiutare", "prova") and take a little from escalations and reassurances; its heading cue names sections of
-options ("What may help", "Good sources", "Cosa può aiutare"). Questions that exclude nothing keep their type
-(the trained answer scorer's features never see this type).
+asked for. For a question the router sent to the exclusion decomposition, ``answer_cues.answer_kind`` names the
+type ``options`` when it asks for things (what else / which / what can I + verb / cosa posso + verb / come + verb /
+quali / remedies, tips ...; not what to avoid, ``AVOID``: that answer is rules) and is otherwise typed yes/no. Its
+cues (``CUES``, read by ``answer_cues.cue_score``) reward enumerations, remedies and suggestions ("include", "such
+as", "can help", "try", "- " items; "tra cui", "può aiutare", "prova") and take a little from escalations and
+reassurances; its heading cue names sections of options ("What may help", "Good sources", "Cosa può aiutare").
+Questions that exclude nothing keep their type (the trained answer scorer's features never see this type).
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ ASKS_FOR_THINGS = re.compile(
     r"\bcome\s+(?:posso\s+|si\s+pu[oò]\s+|faccio\s+a\s+)?(?:alleviare|calmare|ridurre|gestire|combattere|curare|"
     r"trattare|aiutare|evitare|prevenire|migliorare|dormire|mangiare|far\s+passare)\b|\bcosa\s+aiuta\b|"
     r"\b(?:rimedi|consigli|alternative|fonti|modi)\b",
+    re.IGNORECASE,
+)
+
+# "what should I avoid", "cosa devo evitare": the answer is a list of things to avoid, i.e. rules (yes/no cues)
+AVOID = re.compile(
+    r"\b(?:avoid\w*|stay\s+away|steer\s+clear|cut(?:ting)?\s+out|not\s+(?:eat|drink|have)|evitar\w*|"
+    r"non\s+(?:mangiare|bere|devo\s+mangiare)|sconsigliat\w*)\b",
     re.IGNORECASE,
 )
 
