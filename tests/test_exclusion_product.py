@@ -106,7 +106,13 @@ def check(services, question: str, good: set[str], excluded_word: str) -> None:
     logical = trace["logical"]
     assert logical["query"] == trace["route"]["decomposition"]
     mentions = next(iter(logical["mentions"].values()))["candidates"]
-    for link in ans["links"]:  # per-term evidence of each linked passage
+    picked = trace["safety"].get("cross_language_pick", {})
+    for link in ans["links"]:  # per-term evidence of each linked passage the logical route ranked
+        if picked.get("picked") and link["segment_id"].split("#")[0] == picked["doc_id"]:
+            # the cross-language pick's card comes from the other-language search, not the logical candidates
+            # (with logical.positive_source=pipeline they need not hold it); it is never about a NOT term
+            assert picked["named"] == "no" and link is ans["links"][0]
+            continue
         assert link["segment_id"] in mentions and "p" in mentions[link["segment_id"]]
 
 
