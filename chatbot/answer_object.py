@@ -81,8 +81,10 @@ def _reranker_details(question: str, pipeline: str, services: Services) -> dict[
     out: dict[str, Any] = {"reranker": getattr(reranker, "name", None)}
     if getattr(reranker, "runtime", None):
         out["reranker_runtime"] = reranker.runtime
-        if services.settings.rerank.rrf_k:
-            out["reranker_fusion"] = f"rrf k={services.settings.rerank.rrf_k}"
+        cfg = services.settings.rerank
+        if cfg.rrf_k:
+            weight = "" if cfg.rrf_first_weight == 1.0 else f" first_weight={cfg.rrf_first_weight:g}"
+            out["reranker_fusion"] = f"rrf k={cfg.rrf_k}{weight}"
     if note:
         out["reranker_note"] = note
     return out

@@ -301,11 +301,12 @@ def rerank_stage(
     ce = isinstance(reranker, CrossEncoderReranker)
     own_k = reranker.rrf_k if ce else None  # a rerank.language_models model has its own
     limit, rrf_k = (cfg.candidates, (cfg.rrf_k if own_k is None else own_k) or None) if ce else (None, None)
+    weight = cfg.rrf_first_weight if own_k is None else 1.0  # rerank.language_models keep plain RRF
     text = question if query is None else query
     own = getattr(reranker, "own_language", None)  # rerank.language_passages="other": its passages keep their order
     if own is not None:
         return timed(timings, "rerank", lambda: rerank_other(text, candidates, reranker, own, None, limit, rrf_k))
-    return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k))
+    return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k, weight))
 
 
 def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:

@@ -269,6 +269,13 @@ class RerankSettings(_Group):
         "fixed before the test runs); 0: the cross-encoder alone, which on e5's candidates ranked "
         "worse than fused (P@3 0.492 vs 0.583; evaluation/results/rerank-fusion.md).",
     )
+    rrf_first_weight: float = Field(
+        default=1.0,
+        gt=0,
+        description="Weight of the first stage's rank in that fusion, w/(k + r1) + 1/(k + r2); 1: plain RRF. Opt-in "
+        "2 with rrf_k 5 (dense trusted over our cross-encoder): demo-card English first link 316 -> 331/359 "
+        "(leave-one-set-out +17/-4) but MEDIQA test P@3 0.561 -> 0.500, p 0.056 (replies-s14-order.md).",
+    )
     cross_encoder_languages: list[str] = Field(
         default_factory=lambda: ["en"],
         description="Question languages the cross-encoder reranks; others get the fusion reranker. Ours reads "

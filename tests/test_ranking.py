@@ -141,6 +141,16 @@ def test_rerank_with_rrf_fuses_first_stage_rank_and_reranker_rank(candidates):
     assert top[0].detail == pytest.approx({"dense": 0.7, "fake": 0.9, "rrf": 0.75})  # the reranker's own score kept
 
 
+def test_rerank_rrf_first_weight_scales_the_first_stage_term(candidates):
+    # same ranks as above; first_weight 2, k=1: a1 2/2+1/6, c1 2/3+1/4, d1 2/4+1/2, b1 2/5+1/3 (a2 2/6+1/5 < a1)
+    reranker = FakeReranker({"a1": 0.1, "c1": 0.7, "d1": 0.9, "b1": 0.8, "a2": 0.5})
+
+    top = rerank("q", candidates, reranker, n=None, rrf_k=1, first_weight=2.0)
+
+    assert ids(top) == ["a1", "d1", "c1", "b1"]  # plain RRF (weight 1) put d1 first
+    assert [h.score for h in top] == pytest.approx([7 / 6, 1.0, 11 / 12, 11 / 15])
+
+
 def test_rrf_scores_ties_keep_the_given_order():
     from chatbot.stages.rerank import rrf_scores
 

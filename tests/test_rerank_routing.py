@@ -118,6 +118,16 @@ def test_rerank_stage_fuses_the_first_stage_and_cross_encoder_ranks_by_default(t
     assert [h.detail["cross-encoder"] for h in ranked] == pytest.approx([0.9, 0.2, 0.5])
 
 
+def test_rerank_stage_weights_the_first_stage_rank_by_rrf_first_weight(tmp_path):
+    services, _, _ = _services(tmp_path, rrf_k=5, rrf_first_weight=2.0)
+
+    ranked = rerank_stage("What are the symptoms of asthma?", _hits(), services, {})
+
+    # a 2/6+1/8, b 2/7+1/6, c 2/8+1/7: the first stage's a now leads (weight 1 gives b, a, c)
+    assert [h.segment.doc_id for h in ranked] == ["a", "b", "c"]
+    assert [h.detail["rrf"] for h in ranked] == pytest.approx([2 / 6 + 1 / 8, 2 / 7 + 1 / 6, 2 / 8 + 1 / 7])
+
+
 def test_rerank_stage_gives_italian_questions_the_fusion_reranker_on_all_candidates(tmp_path):
     services, ce, fusion = _services(tmp_path, candidates=2, language_models={})
 
@@ -298,3 +308,14 @@ def test_language_passages_other_is_loaded_apart_from_the_same_model_for_all_pas
     )
     it, en = services.language_cross_encoder("it"), services.language_cross_encoder("en")
     assert it is not en and (it.own_language, en.own_language) == ("it", None)
+
+
+def test_answer_trace_names_the_first_stage_weight_only_when_it_is_not_one(tmp_path):
+    from chatbot.answer_object import _reranker_details
+
+    question = "What are the symptoms of asthma?"
+    plain, _, _ = _services(tmp_path)
+    weighted, _, _ = _services(tmp_path, rrf_k=5, rrf_first_weight=2.0)
+
+    assert _reranker_details(question, "dense+rerank", plain)["reranker_fusion"] == "rrf k=60"
+    assert _reranker_details(question, "dense+rerank", weighted)["reranker_fusion"] == "rrf k=5 first_weight=2"

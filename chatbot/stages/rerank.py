@@ -43,6 +43,7 @@ def rerank(
     n: int | None = 3,
     candidates: int | None = None,
     rrf_k: int | None = None,
+    first_weight: float = 1.0,
 ) -> list[Hit]:
     """Rescore ``hits`` against the question; the best ``n`` of distinct documents (all if None).
 
@@ -50,12 +51,13 @@ def rerank(
     further down follow them in first-stage order, with their first-stage score and no reranker score.
     ``rrf_k``: order the rescored hits by reciprocal rank fusion of their first-stage rank (their position in
     ``hits``) and their reranker rank, 1/(k + r1) + 1/(k + r2), instead of by the reranker score alone; the
-    reranker's own score stays in ``detail`` under its name, the fused one under ``rrf``."""
+    reranker's own score stays in ``detail`` under its name, the fused one under ``rrf``. ``first_weight``: the
+    first-stage term's weight in that fusion, w/(k + r1) + 1/(k + r2) (1: plain RRF)."""
     if reranker is None or not hits:
         return best_per_document(hits, n)
     head, tail = (hits[:candidates], hits[candidates:]) if candidates else (hits, [])
     scores = np.asarray(reranker.score(question, head), dtype=np.float64)
-    order = scores if rrf_k is None else rrf_scores(scores, rrf_k)
+    order = scores if rrf_k is None else rrf_scores(scores, rrf_k, first_weight)
     rescored = [
         Hit(h.segment, float(o), {**h.detail, reranker.name: float(s), **({} if rrf_k is None else {"rrf": float(o)})})
         for h, s, o in zip(head, scores, order, strict=True)
@@ -93,13 +95,13 @@ def rerank_other_language(
     return best_per_document(head + tail, n)
 
 
-def rrf_scores(scores: np.ndarray, k: int) -> np.ndarray:
+def rrf_scores(scores: np.ndarray, k: int, first_weight: float = 1.0) -> np.ndarray:
     """Reciprocal rank fusion of the given order (rank = position, 1-based) with the order of ``scores``
-    (ties keep the given order): 1/(k + position) + 1/(k + score rank)."""
+    (ties keep the given order): first_weight/(k + position) + 1/(k + score rank)."""
     position = np.arange(1, len(scores) + 1, dtype=np.float64)
     by_score = np.empty(len(scores), dtype=np.float64)
     by_score[np.argsort(-scores, kind="stable")] = position
-    return 1.0 / (k + position) + 1.0 / (k + by_score)
+    return first_weight / (k + position) + 1.0 / (k + by_score)
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
