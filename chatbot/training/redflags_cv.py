@@ -62,14 +62,14 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def patient_rows() -> list[dict[str, Any]]:
-    """``redflag_data/patient_seeds.jsonl`` (lang, label, kind, text) in the test sets' row format."""
-    if not PATIENT_SEEDS.exists():
-        return []
+def patient_rows(extra: list[Path] | tuple[Path, ...] = ()) -> list[dict[str, Any]]:
+    """``redflag_data/patient_seeds.jsonl`` and the ``extra`` seed files (lang, label, kind, text) in the test
+    sets' row format."""
+    files = ([PATIENT_SEEDS] if PATIENT_SEEDS.exists() else []) + list(extra)
     return [
         {"language": r["lang"], "text": r["text"], "urgent": r["label"] != "none",
          "action": None if r["label"] == "none" else r["label"], "kind": r["kind"]}
-        for r in load_rows(PATIENT_SEEDS)
+        for f in files for r in load_rows(f)
     ]  # fmt: skip
 
 
@@ -90,7 +90,7 @@ class Trainer:
         ng = build(random.Random(args.seed), 40, 25, args.data_root, 600, 25)["train"]
         hd = build(random.Random(args.seed), 10, 8, args.data_root, 600, 8)["train"]
         hd += context_rows(random.Random(args.seed), 8)["train"]
-        own = patient_rows()
+        own = patient_rows(getattr(args, "extra_seeds", None) or ())
         ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient")
         hd += dev_examples(own, args.head_variants, self.ordinary, "patient")
         ng_part, hd_part = [-1] * len(ng), [-1] * len(hd)  # the fold that holds a row out (-1: none)
