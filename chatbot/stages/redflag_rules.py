@@ -4,6 +4,7 @@ urgent-care texts. The red-flag screen (chatbot.stages.redflags) ORs these rules
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -166,6 +167,20 @@ def present_danger(text: str, max_tokens: int = 400) -> bool:
         return True
     symptom_at = sorted({m.start for name in SYMPTOMS for m in found[name]})
     return scope.present_danger(toks, clauses, symptom_at)
+
+
+_CONTRAST = re.compile(r"\b(?:but|however|although|ma|per[oò]|pero'|tuttavia|eppure|invece|solo che)\b", re.IGNORECASE)
+
+
+def sign_after_contrast(text: str, max_tokens: int = 400) -> bool:
+    """A sign stated after a denial and a contrast ("no fever, but she's floppy and won't wake", "nessuna febbre,
+    ma è floscia"): the words after "but / ma / però" fire a rule on their own, so the denial before them frames
+    nothing as calm (session 14)."""
+    for m in _CONTRAST.finditer(text):
+        before, after = text[: m.start()], text[m.end() :]
+        if without_negated(before, max_tokens) != before and detect_red_flags(after, max_tokens):
+            return True
+    return False
 
 
 # -- fixed urgent-care texts ------------------------------------------------------------------------

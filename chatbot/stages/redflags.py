@@ -136,7 +136,7 @@ def calm_frames(text: str, negation: bool = False) -> tuple[str, ...]:
     """How the message frames its scary words (``redflag_framing``: past, hypothetical, study; with
     ``negation`` also "negated" when it denies a symptom), () when it states a present danger."""
     frames = framing(text)
-    if negation and rules.without_negated(text) != text:
+    if negation and rules.without_negated(text) != text and not rules.sign_after_contrast(text):
         frames = (*frames, "negated")
     if frames and rules.present_danger(text):  # "...and now I'm bleeding": the present wins over the framing
         return ()

@@ -103,7 +103,7 @@ def parts(
         flags = rule_flags(t)
         out["rule"][i] = bool(flags)
         out["rule_action"].append(CATEGORY_ACTION[flags[0].category] if flags else "")
-        framed, negated = bool(framing(t)), calm_t != t
+        framed, negated = bool(framing(t)), calm_t != t and not rules.sign_after_contrast(t)
         if (framed or negated) and rules.present_danger(t):
             framed = negated = False
         out["framed"][i], out["negated"][i] = framed, negated
