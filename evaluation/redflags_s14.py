@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -64,39 +65,52 @@ def measure_on() -> list[dict[str, Any]]:
     return rows
 
 
-def dump(cv: Path, final: Path, out: Path, shipped: Path) -> None:
+def dump(cv: Path, final: Path, out: Path, shipped: Path, cache_file: Path | None = None) -> None:
     from chatbot.training.redflag_dataset import SEED_DIR
     from chatbot.training.redflag_ordinary import ordinary_rows
     from chatbot.training.redflags_cv import load_rows, ordinary_part
     from chatbot.training.redflags_kfold import K, set_messages
 
-    cache: dict[str, Any] = {}
-    ship, fin = _screener(shipped, cache), _screener(final, cache)
-    folds = [_screener(cv / f"fold-{k}", cache) for k in range(K)]
+    saved = pickle.loads(cache_file.read_bytes()) if cache_file and cache_file.exists() else {}
+    cache: dict[str, Any] = saved.get("vectors", {})  # e5 vectors by text (the encoder is the same for all)
+    shipped_verdicts: dict[str, bool] = saved.get("shipped", {}) if saved.get("folder") == str(shipped) else {}
+    screen_shipped = _screener(shipped, cache)
+
+    def ship(text: str) -> bool:
+        if text not in shipped_verdicts:
+            shipped_verdicts[text] = screen_shipped(text)
+        return shipped_verdicts[text]
+
+    if (final / "config.json").exists():
+        screens = {k: _screener(cv / f"fold-{k}", cache) for k in range(K)} | {-1: _screener(final, cache)}
+    else:  # only the shipped verdicts (a cache for the run to come)
+        screens = {}
+
+    def row(group: str, set_: str, id_: str, lang: str, gold: bool, fold: int, text: str) -> dict[str, Any]:
+        """A message's verdicts: shipped, and its fold's models (fold -1: the final fit); no text."""
+        refit = screens[fold](text) if screens else None
+        return {"group": group, "set": set_, "id": id_, "language": lang, "gold": gold, "fold": fold,
+                "shipped": ship(text), "refit": refit}  # fmt: skip
+
     rows: list[dict[str, Any]] = []
     for r in set_messages(Path("evaluation/redflags")):
-        rows.append({"group": "sets", "set": r["set"], "id": r["id"], "language": r["language"], "gold": r["urgent"],
-                     "fold": r["fold"], "shipped": ship(r["text"]), "refit": folds[r["fold"]](r["text"])})  # fmt: skip
+        rows.append(row("sets", r["set"], r["id"], r["language"], r["urgent"], r["fold"], r["text"]))
         if r["urgent"]:
-            rows.append({"group": "own-urgent", "set": r["set"], "id": r["id"], "language": r["language"],
-                         "gold": True, "fold": -1, "shipped": ship(r["text"]), "refit": fin(r["text"])})  # fmt: skip
+            rows.append(row("own-urgent", r["set"], r["id"], r["language"], True, -1, r["text"]))
     for r in ordinary_rows():
         key, k = "pool-" + hashlib.sha1(r["text"].encode("utf-8")).hexdigest()[:10], ordinary_part(r["text"])
         if r["urgent"]:
-            rows.append({"group": "own-urgent", "set": "ordinary-pool", "id": key, "language": r["language"],
-                         "gold": True, "fold": -1, "shipped": ship(r["text"]), "refit": fin(r["text"])})  # fmt: skip
+            rows.append(row("own-urgent", "ordinary-pool", key, r["language"], True, -1, r["text"]))
         else:
-            rows.append({"group": "pool", "set": "ordinary-pool", "id": key, "language": r["language"], "gold": False,
-                         "fold": k, "shipped": ship(r["text"]), "refit": folds[k](r["text"])})  # fmt: skip
+            rows.append(row("pool", "ordinary-pool", key, r["language"], False, k, r["text"]))
     for r in measure_on():
-        rows.append({"group": "measure-on", "set": "measure-on", "id": r["id"], "language": r["language"],
-                     "gold": r["gold"], "fold": -1, "shipped": ship(r["text"]), "refit": fin(r["text"])})  # fmt: skip
+        rows.append(row("measure-on", "measure-on", r["id"], r["language"], r["gold"], -1, r["text"]))
     for name in SEED_FILES:
         for i, r in enumerate(load_rows(SEED_DIR / name)):
-            if r["label"] == "none":
-                continue
-            rows.append({"group": "own-urgent", "set": name, "id": f"{name}:{i + 1}", "language": r["lang"],
-                         "gold": True, "fold": -1, "shipped": ship(r["text"]), "refit": fin(r["text"])})  # fmt: skip
+            if r["label"] != "none":
+                rows.append(row("own-urgent", name, f"{name}:{i + 1}", r["lang"], True, -1, r["text"]))
+    if cache_file:
+        cache_file.write_bytes(pickle.dumps({"vectors": cache, "shipped": shipped_verdicts, "folder": str(shipped)}))
     out.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n", encoding="utf-8")
 
 
@@ -153,12 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("final", type=Path)
     d.add_argument("out", type=Path)
     d.add_argument("--shipped", type=Path, default=Path("models/redflags"))
+    d.add_argument("--cache", type=Path, default=None, help="e5 vectors and shipped verdicts kept here (pickle)")
     r = sub.add_parser("report")
     r.add_argument("dump", type=Path)
     r.add_argument("--md", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.cmd == "dump":
-        dump(args.cv, args.final, args.out, args.shipped)
+        dump(args.cv, args.final, args.out, args.shipped, args.cache)
         return 0
     text = report(args.dump)
     if args.md:

@@ -12,7 +12,8 @@ chosen with the builder's rule (``redflag_bars.choose``: recall >= ``--recall`` 
 of the other three folds, and written with its models to ``DIR/fold-k`` so the patient path's screen can load
 them (``evaluation.redflags_s14``). ``--ship``: both models trained on every message, the bars chosen by the
 same rule on all four folds' parts. The measure-on questions (``redflag_ordinary.MEASURE_FILES``) are never
-training data. Fixed seeds; e5 vectors cached; each fold's parts kept in ``DIR`` (a rerun resumes).
+training data. Fixed seeds; e5 vectors cached; each fold's parts and the final fit kept in ``DIR`` (a rerun
+resumes).
 """
 
 from __future__ import annotations
@@ -77,6 +78,16 @@ def fold_parts(trainer: Trainer, rows: list[dict[str, Any]], k: int, out: Path, 
     return parts
 
 
+def final_fit(trainer: Trainer, rows: list[dict[str, Any]], out: Path) -> tuple[Any, Any]:
+    """Both models trained on every message (kept in ``out/final.pkl``: a rerun resumes)."""
+    cached = out / "final.pkl"
+    if cached.exists():
+        return pickle.loads(cached.read_bytes())
+    fitted = trainer.fit([rows])
+    cached.write_bytes(pickle.dumps(fitted))
+    return fitted
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags_kfold", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="fold models, parts and the report go here")
@@ -121,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ship:
         chosen = choose(list(oof.values()), *rule)
         ng_t = ngram_threshold([oof[f"fold-{j}"] for j in range(K)], args.recall)
-        clf, head = trainer.fit([rows])
+        clf, head = final_fit(trainer, rows, args.out)
         save(args.ship, clf, head, chosen, ng_t, args, cmd)
         report["shipped"] = {"bars": chosen, "ngram_threshold": ng_t, "folder": str(args.ship)}
         print(f"shipped: {chosen}, n-gram {ng_t}", file=sys.stderr)
