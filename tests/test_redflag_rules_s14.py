@@ -49,3 +49,36 @@ def test_a_contrast_without_a_denial_before_it_changes_nothing() -> None:
     assert without_negated(text) == text
     assert sign_after_contrast(text) is False  # nothing denied: no frame to undo
     assert categories(text) == FLOPPY
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sono a 30 settimane e ho un bruciore di stomaco terribile, sono disperata",
+        "I'm desperate, this heartburn is killing me",
+        "a 12 settimane la nausea non mi lascia mai, sono disperata",
+        "my lower back is killing me at 36 weeks",
+    ],
+)
+def test_an_ordinary_complaint_told_with_worry_words_is_framed_calm(text: str) -> None:
+    assert categories(text) == []
+    assert calm_frames(text, negation=True) == ("worried_complaint",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("sono disperata, a 30 settimane ho un dolore fortissimo alla pancia", ["severe_pain_in_pregnancy"]),
+        ("I'm desperate, 35 weeks, heartburn and a bad pain under my right ribs", []),  # a danger term: PAIN
+        ("heartburn every night, I'm desperate and I want to be dead", ["self_harm_or_harming_the_baby"]),
+        ("la nausea non passa mai, sono disperata, vorrei essere morta", ["self_harm_or_harming_the_baby"]),
+        ("I have terrible heartburn at 30 weeks", []),  # no worry words: not this frame
+    ],
+)
+def test_a_danger_term_a_rule_or_no_worry_leaves_a_complaint_unframed(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected
+    assert "worried_complaint" not in calm_frames(text, negation=True)
+
+
+def test_mortal_is_not_dead() -> None:
+    assert categories("voglio essere mortale come tutti, che ansia la gravidanza") == []

@@ -48,3 +48,26 @@ def neutral(text: str) -> str:
         return text
     out = " ".join(out.split())
     return out if re.search(r"[a-zà-ù]{3,}", out, re.IGNORECASE) else text
+
+
+# Ordinary complaints of pregnancy and the first months (session 14): told with worry words and nothing else
+# ("sono a 30 settimane, bruciore di stomaco terribile, sono disperata"), a message is a worried statement, not a
+# danger; ``chatbot.stages.redflags.calm_frames`` frames it as calm only when no rule fires and no danger term of
+# the rules' lexicon is named ("dolore forte sotto le costole", "pain under my ribs" keep it unframed).
+COMPLAINT = re.compile(
+    r"\b(?:heartburn|acid reflux|reflux|indigestion|nausea|morning sickness|back ?ache|back pain|lower back|"
+    r"hips? ache|leg cramps|calf cramps|cramps in my calves|constipat\w*|piles|haemorrhoids|hemorrhoids|"
+    r"blocked nose|stuffy nose|cracked nipples|sore nipples|bruciore di stomaco|bruciori di stomaco|acidit[aà]|"
+    r"reflusso|nausea|nausee|mal di schiena|crampi ai polpacci|crampi alle gambe|stitic\w*|emorroidi|"
+    r"naso chiuso|capezzoli screpolati|ragadi)\b",
+    re.IGNORECASE,
+)
+_IDIOM = re.compile(
+    r"\b(?:is killing me|are killing me|mi sta uccidendo|mi stanno uccidendo|non ne posso pi[uù])\b", re.IGNORECASE
+)
+
+
+def worried_complaint(text: str) -> bool:
+    """An ordinary complaint (``COMPLAINT``) told with a mood marker or a "killing me" idiom."""
+    worried = neutral(text) != text or bool(_IDIOM.search(text.replace("’", "'")))
+    return worried and bool(COMPLAINT.search(text))

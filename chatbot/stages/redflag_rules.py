@@ -169,6 +169,13 @@ def present_danger(text: str, max_tokens: int = 400) -> bool:
     return scope.present_danger(toks, clauses, symptom_at)
 
 
+def names_a_symptom(text: str, max_tokens: int = 400) -> bool:
+    """Whether the message names a danger term of the lexicon (``SYMPTOMS``, less the intensity words SEVERE and
+    HEAVY: "terrible heartburn" names no danger) that it does not deny."""
+    _, _, found = _scoped_terms(text, max_tokens)
+    return any(found[name] for name in SYMPTOMS - {"SEVERE", "HEAVY"})
+
+
 _CONTRAST = re.compile(r"\b(?:but|however|although|ma|per[oò]|pero'|tuttavia|eppure|invece|solo che)\b", re.IGNORECASE)
 
 

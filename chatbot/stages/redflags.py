@@ -33,7 +33,7 @@ from typing import Any
 from chatbot.settings import DEMO_CORPUS
 from chatbot.stages import redflag_gate as gate
 from chatbot.stages import redflag_rules as rules
-from chatbot.stages.redflag_emotion import neutral
+from chatbot.stages.redflag_emotion import neutral, worried_complaint
 from chatbot.stages.redflag_framing import framing
 
 # Order = priority when two actions score the same.
@@ -138,6 +138,8 @@ def calm_frames(text: str, negation: bool = False) -> tuple[str, ...]:
     frames = framing(text)
     if negation and rules.without_negated(text) != text and not rules.sign_after_contrast(text):
         frames = (*frames, "negated")
+    if worried_complaint(text) and not rules.detect_red_flags(text) and not rules.names_a_symptom(text):
+        frames = (*frames, "worried_complaint")
     if frames and rules.present_danger(text):  # "...and now I'm bleeding": the present wins over the framing
         return ()
     return frames

@@ -12,6 +12,9 @@ from chatbot.stages import redflag_gate as gate
 from chatbot.training.redflag_dataset import ACTIONS
 
 GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+# the costs of a miss swept: session 8's 80, then higher ones (session 14: over eight pooled sets one recovered
+# emergency can cost more alarms than 500 x its share of recall, and the rule must still find the bars)
+LAMBDAS = np.concatenate([np.geomspace(0.05, 500, 80), np.geomspace(500, 5e5, 61)[1:]])
 
 
 def _cells(run: dict[str, Any], p: dict[str, float], negation: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +47,7 @@ def choose(
             sizes = np.array([max(1, (g & urgent).sum()) for g in groups])
             need = [n if (g & urgent).any() else 0.0 for n, g in zip(need, groups, strict=True)]  # one language
             gain = (tp / sizes).sum(2)  # (cells, bars): recall gained over the groups
-            for lam in np.geomspace(0.05, 500, 80):
+            for lam in LAMBDAS:
                 bars = []
                 for plain, ruled in ((0, 1), (2, 3)):  # a rule's bar <= the bar without a rule
                     cost = fp[plain] - lam * gain[plain]

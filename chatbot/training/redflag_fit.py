@@ -78,7 +78,7 @@ def parts(
     n-gram model reads the message without its mood markers (``redflag_emotion.neutral``), as the screen does
     when the head's config says ``emotion_neutral``."""
     from chatbot.stages import redflag_rules as rules
-    from chatbot.stages.redflag_emotion import neutral
+    from chatbot.stages.redflag_emotion import neutral, worried_complaint
     from chatbot.stages.redflag_framing import framing
     from chatbot.stages.redflags import CATEGORY_ACTION, rule_flags
 
@@ -104,6 +104,7 @@ def parts(
         out["rule"][i] = bool(flags)
         out["rule_action"].append(CATEGORY_ACTION[flags[0].category] if flags else "")
         framed, negated = bool(framing(t)), calm_t != t and not rules.sign_after_contrast(t)
+        framed = framed or (worried_complaint(t) and not flags and not rules.names_a_symptom(t))
         if (framed or negated) and rules.present_danger(t):
             framed = negated = False
         out["framed"][i], out["negated"][i] = framed, negated
