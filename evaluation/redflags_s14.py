@@ -13,6 +13,8 @@ checkout's rules:
   contrasts) with ``FINAL_DIR``: it must fire; group ``own-urgent``.
 
 One JSON object per message (group, set, id, language, gold, fold, shipped, refit), no text.
+``python -m evaluation.redflags_s14 pair A.json B.json OUT.json``: two cross-validations' out-of-fold verdicts on the
+same messages (A's as "shipped", B's as "refit"), for ``report``.
 ``python -m evaluation.redflags_s14 report OUT.json [--md FILE]``: recall and false alarms per fold / group /
 language, gained and lost with an exact two-sided McNemar p (``evaluation.redflags_s12.mcnemar``).
 """
@@ -159,6 +161,16 @@ def report(path: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def pair(a_path: Path, b_path: Path, out: Path) -> None:
+    """Two CV dumps side by side on their out-of-fold messages (sets and pool parts): the ``refit`` verdicts of A
+    go to ``shipped`` and those of B stay ``refit``, so ``report`` compares two cross-validations message by message."""
+    a = {(r["group"], r["set"], r["id"]): r for r in json.loads(a_path.read_text(encoding="utf-8"))}
+    rows = [{**r, "shipped": a[(r["group"], r["set"], r["id"])]["refit"]}
+            for r in json.loads(b_path.read_text(encoding="utf-8"))
+            if r["group"] in ("sets", "pool") and (r["group"], r["set"], r["id"]) in a]  # fmt: skip
+    out.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -168,12 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("out", type=Path)
     d.add_argument("--shipped", type=Path, default=Path("models/redflags"))
     d.add_argument("--cache", type=Path, default=None, help="e5 vectors and shipped verdicts kept here (pickle)")
+    pr = sub.add_parser("pair", help="two CV dumps side by side (A's refit as 'shipped', B's as 'refit')")
+    pr.add_argument("a", type=Path)
+    pr.add_argument("b", type=Path)
+    pr.add_argument("out", type=Path)
     r = sub.add_parser("report")
     r.add_argument("dump", type=Path)
     r.add_argument("--md", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.cmd == "dump":
         dump(args.cv, args.final, args.out, args.shipped, args.cache)
+        return 0
+    if args.cmd == "pair":
+        pair(args.a, args.b, args.out)
         return 0
     text = report(args.dump)
     if args.md:

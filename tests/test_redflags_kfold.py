@@ -61,3 +61,19 @@ def test_the_report_counts_gains_losses_and_forgotten_emergencies(tmp_path):
     assert "| measure-on | it | - | - | - | 1/1 | 1/1 | -0 / +0 (1) |" in text
     assert "misses: 1 / 1 (shipped models on the same: 0)" in text
     assert "- patient_seeds.jsonl patient_seeds.jsonl-0 (shipped: True)" in text
+
+
+def test_two_cross_validations_pair_up_on_their_out_of_fold_messages(tmp_path):
+    from evaluation.redflags_s14 import pair
+
+    def row(group, id_, refit):
+        return {"group": group, "set": "testset-v6", "id": id_, "language": "it", "gold": True, "fold": 1,
+                "shipped": None, "refit": refit}  # fmt: skip
+
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "out.json"
+    a.write_text(json.dumps([row("sets", "x", False), row("sets", "y", True), row("measure-on", "z", True)]))
+    b.write_text(json.dumps([row("sets", "x", True), row("sets", "y", True), row("measure-on", "z", False)]))
+    pair(a, b, out)
+    got = json.loads(out.read_text())
+    assert [(r["id"], r["shipped"], r["refit"]) for r in got] == [("x", False, True), ("y", True, True)]
+    assert "| v5-v8 (shipped: never trained) | it | 1/2 | 2/2 | +1 / -0 (1) |" in report(out)
