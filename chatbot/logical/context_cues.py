@@ -8,7 +8,11 @@ are safe?", "not asking about feeding, how often should a newborn poo?", "it's n
 latte" (the question may come before or after); since session 14 also "ma non è/e X" (a noun, not a participle or
 adjective: "non è vaccinato" stays unrouted), "I don't think it's X" / "non credo sia X", what the bot should leave
 out ("don't tell me about X", "skip the X", "I know about X already", "lasciamo perdere X"), a short list ("febbre e
-ittero"), a reason without "because" cut with X ("its not anaemia my bloods were fine"), and "solo Y" asking.
+ittero"), a reason without "because" cut with X ("its not anaemia my bloods were fine"), and "solo Y" asking;
+since s14b also "this isn't about X", "nothing on X please", "leaving X out of it", "don't send me the info on X",
+"I've already read about X", "X aside", "X is sorted now", "non sul X", "non voglio leggere del X", "ho già letto
+sul X", "mettendo da parte X", "X a parte", "X è risolta", "sul X so già tutto" ("vorrei sapere", "ho bisogno di
+capire", "spiegami" then count as asking).
 The excluded thing X stands after the cue (``_BEFORE_X``) or before it ("X doesn't work", "X li ho già tolti":
 ``_AFTER_X``); the whole clause is cut from the positive part.
 
@@ -56,6 +60,15 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
         "",
     ),
     (r"not\s+(?:about|regarding|re:?)\s+", "en", "np-ing", ""),
+    # "this isn't about X", "nothing on X please", "I don't want to read about X", "I've already read about X"
+    (
+        r"(?:this|it|that)(?:'s|\s+is)?\s+(?:isn'?t|not)\s+about\s+|nothing\s+(?:on|about|regarding)\s+(?=[^,;:.?!]{2,60}?(?:\bplease\b|[,;:]\s*(?:just|only)\b))|"
+        r"(?:i|we)\s+(?:don'?t|do\s+not|dont)\s+want\s+to\s+(?:read|hear)\s+(?:about|more\s+about)\s+|"
+        r"(?:(?:i'?ve|i\s+have|we'?ve|we\s+have|i|we)\s+)?already\s+read\s+(?:about|up\s+on|the\s+\w+\s+on)\s+",
+        "en",
+        "np-ing",
+        "",
+    ),
     (r"not\s+(?:(?:the|a|an)\s+(?=\w)|(?=(?:that|this|those|these|any)\s))", "en", "np", ""),
     (r"not\s+(?=\S)", "en", "treatment", ""),
     (r"(?:it'?s|its|it\s+is|it\s+isn'?t|that'?s|that\s+is|they'?re|they\s+are)\s+not\s+", "en", "np", ""),
@@ -68,7 +81,8 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
     # what the patient asks the bot to leave out: "don't tell me about X", "skip X", "I know about X already"
     (
         r"(?:please\s+)?(?:don'?t|do\s+not|dont)\s+(?:tell\s+me|talk\s+to\s+me|give\s+me|send\s+me)\s+"
-        r"(?:about\s+)?|(?:please\s+)?(?:skip|forget|never\s+mind|leave\s+out)\s+(?=(?:the|all\s+the|about)\s)"
+        r"(?:about\s+|(?:the\s+)?(?:bits?|info|information|stuff|parts?|pages?|leaflets?)\s+(?:on|about)\s+)?|"
+        r"(?:leaving|leave|let'?s\s+leave)\s+(?=[^,;:.?!]{2,50}?\s+out\b)|(?:please\s+)?(?:skip|forget|never\s+mind|leave\s+out)\s+(?=(?:the|all\s+the|about)\s)"
         r"(?:about\s+)?|(?:i|we)\s+(?:already\s+)?know\s+(?:all\s+)?about\s+|"
         r"(?:i|we)\s+(?:don'?t|do\s+not|dont)\s+(?:need|want)\s+(?=(?:the|any|more)\s)",
         "en",
@@ -117,9 +131,19 @@ _BEFORE_X: list[tuple[str, str, str, str]] = [
     (rf"non\s+sono\s+preoccupat[oa]\s+{_PREP_IT}", "it", "np-ing", ""),
     (r"che\s+non\s+(?:sia|siano)\s+", "it", "np", ""),
     (r"non\s+(?:è|e'|e)\s+", "it", "np-it", ""),
+    # "non sul X", "non si tratta di X", "non voglio leggere del X", "ho già letto sul X"
+    (
+        r"non\s+(?:(?:sul|sulla|sullo|sui|sugli|sulle)\s+|sull')|non\s+(?:si\s+tratta|riguarda)\s+"
+        rf"(?:{_PREP_IT})?|non\s+voglio\s+(?:leggere|sapere|sentire\s+parlare)\s+(?:niente\s+|nulla\s+)?{_PREP_IT}|"
+        rf"(?:(?:ho|abbiamo)\s+)?(?:già|gia)\s+letto\s+(?:tutto\s+)?{_PREP_IT}|niente\s+(?:sul|sulla|sullo|sui|sugli|"
+        r"sulle|su)\s+|niente\s+sull'",
+        "it",
+        "np",
+        "",
+    ),
     (r"non\s+(?:credo|penso)\s+(?:che\s+)?(?:sia|siano)\s+", "it", "np-it", ""),
     (
-        rf"(?:lasciamo|lascia|lasciate|lasciando)\s+(?:perdere|stare)\s+{_PREP_IT}?|non\s+(?:dirmi|parlarmi|mi\s+dire|"
+        rf"(?:lasciamo|lascia|lasciate|lasciando|mettendo|mettiamo)\s+(?:perdere|stare|da\s+parte)\s+{_PREP_IT}?|non\s+(?:dirmi|parlarmi|mi\s+dire|"
         rf"mi\s+parlare)\s+{_PREP_IT}|(?:so\s+(?:già\s+|gia\s+)?tutto|conosco\s+(?:già\s+|gia\s+)?)\s*{_PREP_IT}?|"
         r"non\s+(?:mi\s+)?(?:serve|servono)\s+(?=(?:il|la|lo|i|gli|le|l')\s*\w)",
         "it",
@@ -161,6 +185,13 @@ _AFTER_X: list[tuple[str, str, str]] = [
     ),
     (r"(?:isn'?t|is\s+not|aren'?t|are\s+not)\s+(?:an?\s+)?options?|(?:is|are)\s+(?:out|off\s+the\s+table)", "en", ""),
     (r"(?:i'?ve|i\s+have|we'?ve)\s+already\s+(?:tried|done|had|cut\s+out|stopped)", "en", ""),
+    # "Exercise aside, …", "the heartburn is sorted now, …", "Sulla febbre so già tutto": X is dealt with
+    (
+        r"aside|(?:is|are|'s)\s+(?:all\s+)?sorted(?:\s+out)?(?:\s+now)?(?:\s+thanks\s+to\s+[^,;:.?!]{1,30}?)?|"
+        r"(?:i|we)\s+(?:already\s+)?know\s+(?:all|everything)(?:\s+about\s+(?:it|that|them))?(?:\s+already)?",
+        "en",
+        "",
+    ),
     (
         r"non\s+(?:mi|le|gli|ci)\s+(?:fa|fanno|ha\s+fatto|hanno\s+fatto)\s+(?:niente|nulla|effetto)|"
         r"non\s+(?:mi\s+|le\s+|gli\s+|ci\s+)?(?:funziona|funzionano|ha\s+funzionato|hanno\s+funzionato|aiuta|"
@@ -172,6 +203,12 @@ _AFTER_X: list[tuple[str, str, str]] = [
         r"(?:l'\s*|lo\s+|la\s+|li\s+|le\s+)(?:ho|abbiamo)\s+(?:già|gia)\s+(?:provat|tolt|eliminat|fatt|pres|usat)[oaie]|"
         r"non\s+(?:lo|la|li|le)\s+(?:posso|possiamo|voglio|vogliamo)\s+(?:prendere|usare|assumere|mangiare|bere)|"
         r"non\s+(?:è|e')\s+un'\s*opzione",
+        "it",
+        "",
+    ),
+    (
+        r"a\s+parte|(?:è|e')\s+(?:ormai\s+|già\s+|gia\s+)?(?:risolt[oa]|sistemat[oa])(?:\s+ora|\s+adesso)?|"
+        r"(?:so|sappiamo|conosco|conosciamo)\s+(?:già|gia)\s+(?:tutto|abbastanza)",
         "it",
         "",
     ),
@@ -193,7 +230,7 @@ _AFTER_RE = [
 # Where X ends: punctuation, a dash, a conjunction, "already", or a question opening without a comma
 _X_END = re.compile(
     r"\s*(?:[,;:?!()]|\.(?=\s|$)|\s[-–—]\s)|\s+(?:and|but|so|because|as|e|ma|quindi|perch[eé]|perche|"
-    r"already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit|roba)\b|\s+(?=(?:what|how|why|where|when|which|"
+    r"already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|roba)\b|\s+(?=out\s+of\s|out\s*[,;:])|\s+(?=please\b|per\s+favore\b|per\s+piacere\b)|\s+(?=(?:what|how|why|where|when|which|"
     r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)"
     # … or a new clause stating why: "its not anaemia my bloods were fine", "non e anemia ho fatto le analisi"
     r"|\s+(?=" + _REASON + r")",
@@ -202,7 +239,8 @@ _X_END = re.compile(
 _QUESTION = re.compile(
     r"\?|(?:^|[,;:.!–—-]\s*|\b(?:and|but|so|ma|e)\s+)\s*(?:what|how|why|where|when|which|who|is|are|do|does|did|can|could|should|would|will|any|cosa|"
     r"che|come|perch[eé]|perche|quali|quale|quanto|quanta|quanti|quante|dove|quando|chi|devo|posso|è|e'|ci\s+sono|"
-    r"serve|servono)\b",
+    r"serve|servono)\b|\b(?:vorrei\s+sapere|ho\s+bisogno\s+di\s+(?:sapere|capire)|spiegami|mi\s+spieghi|"
+    r"(?:i\s+)?(?:need|want)\s+to\s+know|tell\s+me)\b",
     re.I,
 )
 _ELSE_AFTER = re.compile(
@@ -280,7 +318,7 @@ def _asks(before: str, after: str) -> bool:
 # after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
 # it", "perché l'ho misurata") and its comma or dash
 _CUT_END = re.compile(
-    r"(?:\s+(?:already|già|gia|either|anymore|though|però|pero|thing|things|stuff|bit))*"
+    r"(?:\s+(?:already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|out(?:\s+of\s+(?:it|this|that))?|please|per\s+favore|per\s+piacere))*"
     r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
     r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"
     r"(?:,?\s+" + _REASON + r"[^,;:?!.]*(?=,))?"
@@ -292,8 +330,14 @@ _CUT_END = re.compile(
 # one more short item after "and/or/e/o", closed by punctuation: the ruled-out list goes on
 _LIST_MORE = re.compile(
     r"\s+(?:and|or|e|o|né|ne)\s+(?!(?:i|we|you|she|he|it|they|io|lei|lui|what|how|why|cosa|come|perch)\b)"
-    r"(?:(?:the|il|lo|la|l'|i|gli|le)\s*)?[a-zà-ÿ]{3,}(?:\s+[a-zà-ÿ]{3,})?(?=\s*[,;:?!.])",
+    r"(?:(?:the|il|lo|la|l'|i|gli|le)\s*)?[a-zà-ÿ]{3,}(?:\s+[a-zà-ÿ]{3,})?(?=\s*[,;:?!.]|\s+(?:please|per\s+favore|per\s+piacere)\b)",
     re.I,
+)
+
+
+# a preposition before X stated first ("Sulla febbre so già tutto", "About sleep, I know everything")
+_LEAD_PREP = re.compile(
+    r"^(?:(?:sul|sulla|sullo|sui|sugli|sulle|del|della|dello|dei|degli|delle|di|about|on)\s+|sull'\s*|dell'\s*)", re.I
 )
 
 
@@ -325,7 +369,7 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
             found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
     for rx, _lang, _need in _AFTER_RE:
         for m in rx.finditer(text):
-            x = m.group("x").strip()
+            x = _LEAD_PREP.sub("", m.group("x").strip())
             cut = _cut_end(text, m.end())
             if _is_x(x, "np") and _asks(text[: m.start()], text[cut:]):
                 found.append((m.start(), cut, x, " ".join(m.group("cue").lower().split())))
