@@ -77,7 +77,7 @@ doctor: install
 	$(BIN)/chatbot doctor
 
 # The whole deployment on loopback with real servers (PostgreSQL, chroma run, the LLM server when built, two
-# replicas behind HAProxy on 127.0.0.1:47810): scripts/deploy_local.sh; deploy-down stops what it started.
+# replicas behind HAProxy on 127.0.0.1:28810): scripts/deploy_local.sh; deploy-down stops what it started.
 deploy-up: install system-deps
 	bash scripts/deploy_local.sh up
 

@@ -9,7 +9,7 @@
 #   scripts/deploy_local.sh status  what runs, and readiness through the balancer
 #
 # Settings (environment): DEPLOY_DIR (default /tmp/chatbot-deploy-$DEPLOY_PORT), DEPLOY_PORT (balancer,
-# default 47810; replicas on +1..+N; PostgreSQL +20, Chroma +21, LLM +22), DEPLOY_REPLICAS (2),
+# default 28810; replicas on +1..+N; PostgreSQL +20, Chroma +21, LLM +22), DEPLOY_REPLICAS (2),
 # DEPLOY_INGEST (corpus/demo/cards). Any CHATBOT_* variable set by the caller reaches every process.
 # DEPLOY_DIR/chatbot.env holds the app's settings: `set -a; . DEPLOY_DIR/chatbot.env` to run
 # `chatbot tokens create`, `chatbot users add` ... against this deployment.
@@ -17,7 +17,7 @@ set -Eeuo pipefail
 trap 'printf "[deploy] error: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PORT="${DEPLOY_PORT:-47810}"
+PORT="${DEPLOY_PORT:-28810}"
 REPLICAS="${DEPLOY_REPLICAS:-2}"
 DIR="${DEPLOY_DIR:-/tmp/chatbot-deploy-$PORT}"
 INGEST="${DEPLOY_INGEST:-$ROOT/corpus/demo/cards}"
