@@ -19,39 +19,22 @@ token, cut to ``top_logprobs`` alternatives like a real server.
 from __future__ import annotations
 
 import json
-import os
-import random
-import socket
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.ports import free_port
+
 Reply = str | Callable[[dict[str, Any]], str]
 Alternatives = list[tuple[str, float]]
 LogProbs = Alternatives | Callable[[dict[str, Any]], Alternatives | None] | None
 
 
-_CLOSED_PORTS = random.Random(os.getpid())
-
-
 def closed_port() -> int:
-    """A port nobody listens on (connection refused), below Linux's ephemeral range (32768+): a port the
-    kernel hands out for bind(0) or an outgoing connection can be taken by another socket, or an outgoing
-    connection to it can connect to itself, between this call and its use (a flaky CI run seen once)."""
-    for _ in range(200):
-        port = _CLOSED_PORTS.randrange(20000, 27000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        with socket.socket() as probe:
-            probe.settimeout(0.5)
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    raise RuntimeError("no closed port found in 20000-26999 on 127.0.0.1")
+    """A port nobody listens on (connection refused): see tests/ports.py for why not bind(0)."""
+    return free_port()
 
 
 def completion(text: str | None, model: str = "fake", alternatives: Alternatives | None = None) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ import pytest
 from chatbot.index import SegmentIndex, make_client
 from corpus.segmenter import segment_documents
 from tests.conftest import FakeEmbedder, unit
+from tests.ports import free_port
 from tests.test_index import DOCS
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -31,7 +25,7 @@ def chroma_server(tmp_path):
     exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
     if not Path(exe).exists():
         pytest.skip("chroma CLI not installed")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [exe, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,

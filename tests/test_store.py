@@ -19,6 +19,7 @@ from chatbot.settings import Settings
 from chatbot.store import auth, conversations, evals, reviews, storable
 from chatbot.store.db import current_revision, downgrade, make_engine, migrate, open_store
 from chatbot.store.models import Conversation
+from tests.ports import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER = {
@@ -367,7 +368,6 @@ def _pg_bin() -> Path | None:
 def postgres_url():
     """A throwaway PostgreSQL server from Debian's package, in a temp dir, on a free loopback port."""
     import shutil
-    import socket
     import tempfile
 
     pytest.importorskip("psycopg")
@@ -387,9 +387,7 @@ def postgres_url():
             pytest.skip("running as root without a postgres user to run the server as")
         prefix = [runuser, "-u", "postgres", "--"]
     root = Path(tempfile.mkdtemp(prefix="chatbot-pg-", dir="/tmp"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     data = root / "data"
     if prefix:
         shutil.chown(root, "postgres")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 import uuid
@@ -18,6 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import httpx  # noqa: E402
 
 from chatbot.settings import DEMO_CORPUS, Settings  # noqa: E402
+from tests.ports import free_port  # noqa: E402,F401  (re-exported to the browser tests)
 
 # A few demo cards: enough for three distinct links per answer, small enough to embed in seconds.
 DEMO_CARDS = (
@@ -42,12 +42,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ui_settings(data_dir: Path, **server: Any) -> Settings:
