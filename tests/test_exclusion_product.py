@@ -46,7 +46,14 @@ def pipeline_services(services):
     return Services(settings)
 
 
-IRON_EN = ("Which foods are high in iron apart from red meat?", {"en-preg-iron-anaemia"}, "red meat")
+# Both cards answer it: the iron card's list of sources and the vegetarian card's iron bullet (pulses, greens,
+# fortified cereals: iron without meat). Ranked as any question (logical.positive_source=pipeline) the two are a
+# near tie in the rank fusion (0.0315 vs 0.0313) whose order differs between CPUs (AVX2-only vs AVX-512 int8 kernels).
+IRON_EN = (
+    "Which foods are high in iron apart from red meat?",
+    {"en-preg-iron-anaemia", "en-nutr-vegetarian-vegan-pregnancy"},
+    "red meat",
+)
 # session 14: the cross-language pick also runs on the logical route, and links the English iron card (its list of
 # sources names red meat among others: not about it) first, under the "only in English" note; the Italian
 # tiredness card, which names iron-rich foods, was the answer before
