@@ -29,7 +29,9 @@ def test_dev_rows_hold_every_spent_set_and_the_reply_and_exclusion_questions_are
         "gate_dev_s8.jsonl",
         "relevance_test.jsonl",
         "gate_heldout_v2.jsonl",
+        "gate_heldout_v8.jsonl",
         "replies/replyset.jsonl",
+        "replies/heldout-v9.jsonl",
         "replies/heldout-v3.jsonl",
         "exclusions/exclusions_cards_dev.jsonl",
         "exclusions/exclusions_cards_heldout.jsonl",
@@ -93,3 +95,18 @@ def test_the_per_language_rule_reaches_the_recall_target_on_its_training_folds()
             1 + math.exp(res["shift"][int(k)] - math.log(res["threshold"] / (1 - res["threshold"])))
         )
         assert (~oof_answer[~y[m]]).mean() >= 0.92 - 1e-9
+
+
+def test_a_recall_target_per_language_sets_each_language_at_its_own_recall():
+    X, y, italian, groups = _toy(80, seed=1)
+    spec = {"features": ["x", "italian"], "c_grid": [1.0], "per_language": True, "recall_target": {0: 0.8, 1: 0.97}}
+    res = fit_spec(X, y, italian, spec)
+    recall = {}
+    for k in (0, 1):
+        m = italian == k
+        t = 1 / (1 + math.exp(res["shift"][k] - math.log(res["threshold"] / (1 - res["threshold"]))))
+        recall[k] = float((res["oof"][m][~y[m]] < t - 1e-9).mean())
+    assert recall[0] >= 0.8 - 1e-9 and recall[1] >= 0.97 - 1e-9
+    # English is held to the lower target: its bar is no higher than the one a 0.97 target would need
+    strict = fit_spec(X, y, italian, {**spec, "recall_target": 0.97})
+    assert res["shift"][0] >= strict["shift"][0] - 1e-9

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
-from evaluation.redteam.gate_loso import second_look_ok, summary, with_second_look
+from evaluation.redteam.gate_loso import adapted_features, second_look_ok, summary, with_second_look
 
 
 def row(**values) -> dict:
@@ -67,3 +68,21 @@ def test_summary_counts_refusals_and_pairs_with_the_reference():
     assert s["en"]["all"] == {"refusal_precision": 1.0, "refusal_recall": 1.0, "in_scope_answered": 1.0, "n": 2}
     # question 0 right only here, question 3 right only in the reference
     assert s["both"] == {"wrong": 2, "right_only_here": 1, "right_only_shipped": 1, "p": 1.0}
+
+
+def test_the_encoder_cosine_features_read_the_links_scores_and_fall_back_to_raw_e5():
+    top = [{"dense": 0.90, "dense_adapted": 0.60, "cross-encoder": 0.4}, {"dense": 0.88, "dense_adapted": 0.50}]
+    ranked = [*top, {"dense": 0.86, "dense_adapted": 0.45}, {"dense": 0.85, "dense_adapted": 0.40}, {"dense": 0.84}]
+    f = adapted_features({"top_detail": top, "ranked_detail": ranked}, 1.0)
+    # best 0.60; documents ranked 4-10: 0.40 and 0.84 (no encoder score: raw e5), mean 0.62
+    assert f == pytest.approx(
+        {
+            "adapted_best": 0.60,
+            "adapted_margin": -0.02,
+            "adapted_best_it": 0.60,
+            "adapted_margin_it": -0.02,
+            "ce_top1": 0.4,
+        }
+    )
+    assert adapted_features({"top_detail": top, "ranked_detail": ranked}, 0.0)["adapted_best_it"] == 0.0
+    assert adapted_features({"top_detail": None}, 1.0) == {}

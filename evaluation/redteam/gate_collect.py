@@ -91,6 +91,9 @@ def collect(rows: list[dict[str, Any]], out: Path, data_dir: Path, log=print) ->
                     "threshold": threshold,
                     "threshold_relevant": by_threshold,
                     "links": [h.segment.doc_id for h in result.top],
+                    # every score the pipeline left on the links and the first ranked documents (candidate features)
+                    "top_detail": [_numbers(h.detail) for h in result.top],
+                    "ranked_detail": [_numbers(h.detail) for h in result.ranked[:10]],
                     "link_dense": [raw_cosine(h) for h in result.top],
                     "links_in_language": links_in(result.top, lang.language),
                     "other_doc": None if other is None else other.segment.doc_id,
@@ -102,6 +105,11 @@ def collect(rows: list[dict[str, Any]], out: Path, data_dir: Path, log=print) ->
             fh.flush()
             n += 1
     return n
+
+
+def _numbers(detail: dict[str, Any]) -> dict[str, float]:
+    """The numeric entries of a hit's detail (scores by stage), rounded."""
+    return {k: round(float(v), 5) for k, v in detail.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 # the order the sets are collected in: the sets with both classes first (a run cut short still serves the choice)
@@ -252,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--like", type=Path, default=None, help="collect only the (source, id) rows of this rows file (same units)"
     )
+    parser.add_argument(
+        "--sources",
+        default=None,
+        help="collect only rows whose source starts with one of these (comma-separated), in that order",
+    )
     args = parser.parse_args(argv)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
     data_dir = args.data_dir or default_data_dir()
@@ -260,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = sorted(dev_rows(), key=_order, reverse=args.reverse)
     if args.language:
         rows = [r for r in rows if r["language"] == args.language]
+    if args.sources:
+        wanted = args.sources.split(",")
+        first = {r["source"]: next((i for i, w in enumerate(wanted) if r["source"].startswith(w)), -1) for r in rows}
+        rows = sorted((r for r in rows if first[r["source"]] >= 0), key=lambda r: first[r["source"]])  # stable
     if args.like:
         keep = {(json.loads(x)["source"], json.loads(x)["id"]) for x in args.like.read_text().splitlines() if x}
         rows = [r for r in rows if (r["source"], r["id"]) in keep]

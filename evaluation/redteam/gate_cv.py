@@ -120,20 +120,21 @@ def fit_spec(X: np.ndarray, y: np.ndarray, italian: np.ndarray, spec: dict[str, 
     spec's target, and the English one likewise."""
     old = gate_fit.C_GRID, gate_fit.RECALL_TARGET
     gate_fit.C_GRID = tuple(spec.get("c_grid", C_GRID))
-    gate_fit.RECALL_TARGET = spec.get("recall_target", old[1])
+    target = spec.get("recall_target", old[1])  # one recall for both languages, or {0: English, 1: Italian}
+    gate_fit.RECALL_TARGET = min(target.values()) if isinstance(target, dict) else target
     try:
         res = gate_fit.fit(X, y, italian, seeds=(0,), rule=spec.get("rule", "recall"))
     finally:
         gate_fit.C_GRID, gate_fit.RECALL_TARGET = old
     res["shift"] = {0: 0.0, 1: 0.0}
     if spec.get("per_language"):
-        target = spec.get("recall_target", gate_fit.RECALL_TARGET)
         oof = res["oof"]
         for k in (0, 1):
             m = italian == k
             best = res["threshold"]
+            goal = target[k] if isinstance(target, dict) else target
             for t in np.round(np.arange(0.10, 0.81, 0.01), 2):
-                if gate_fit._refusal_recall(y[m], oof[m] >= t) >= target:
+                if gate_fit._refusal_recall(y[m], oof[m] >= t) >= goal:
                     best = float(t)
                     break
             res["shift"][k] = _logit(res["threshold"]) - _logit(best)  # z + shift >= logit(t) <=> z >= logit(best)

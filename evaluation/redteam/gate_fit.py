@@ -50,6 +50,8 @@ TEST = Path(str(files("evaluation.redteam") / "relevance_test.jsonl"))  # scored
 HELDOUT_V2 = Path(str(files("evaluation.redteam") / "gate_heldout_v2.jsonl"))  # scored once in session 8: dev now
 HELDOUT_V3 = Path(str(files("evaluation.redteam") / "gate_heldout_v3.jsonl"))  # scored once in session 9: dev now
 HELDOUT_V4 = Path(str(files("evaluation.redteam") / "gate_heldout_v4.jsonl"))  # scored once in session 10: dev now
+# scored once in sessions 11-14, dev now (first fitted on in session 15)
+HELDOUT_V5_V8 = tuple(Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (5, 6, 7, 8))
 REPO = Path(__file__).resolve().parents[2]
 REPLY_SETS = REPO / "evaluation" / "replies"  # every question has a card that answers it: in scope
 EXCLUSION_SETS = REPO / "evaluation" / "data"  # exclusions_cards_*.jsonl: the positive part is answerable
@@ -64,7 +66,7 @@ BA_SLACK = 0.01
 def dev_rows() -> list[dict[str, Any]]:
     """{id, text, language, in_scope, source} of every dev question (MEDIQA's text is never written out)."""
     rows = []
-    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST, HELDOUT_V2, HELDOUT_V3, HELDOUT_V4):
+    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST, HELDOUT_V2, HELDOUT_V3, HELDOUT_V4, *HELDOUT_V5_V8):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)

@@ -26,6 +26,7 @@ import numpy as np
 
 from evaluation.redteam import gate_cv
 from evaluation.redteam.cross_language_gate_fit import fit_rule, mcnemar
+from evaluation.redteam.gate_fit import _refusal_recall as gate_fit_recall
 from evaluation.redteam.gate_fit import pr_cell, refusal_pr
 
 PROG = "python -m evaluation.redteam.gate_loso"
@@ -37,6 +38,10 @@ GATE_SETS = (
     "gate_heldout_v2.jsonl",
     "gate_heldout_v3.jsonl",
     "gate_heldout_v4.jsonl",
+    "gate_heldout_v5.jsonl",
+    "gate_heldout_v6.jsonl",
+    "gate_heldout_v7.jsonl",
+    "gate_heldout_v8.jsonl",
 )
 
 
@@ -56,8 +61,31 @@ def load(path: Path) -> list[dict[str, Any]]:
         italian = 1.0 if r["gate_language"] == "it" else 0.0
         q = min(max(float(r["probability"] or 0.0), 1e-6), 1 - 1e-6)
         f.update({"top1": r["link_dense"][0], "gap_it": gap * italian, "gap": gap, "shipped_p": q})
+        f.update(adapted_features(r, italian))
+        # the gate the rows were collected under, as one feature (stacking: its logit plus new features)
+        f.update({"shipped_logit": math.log(q / (1 - q)), "shipped_logit_it": math.log(q / (1 - q)) * italian})
         rows.append({**r, "features": f, "group": gate_cv.group_of(r)})
     return rows
+
+
+def adapted_features(r: dict[str, Any], italian: float) -> dict[str, float]:
+    """Candidate features from the scores the pipeline left on the links (rows with ``top_detail``, session 15):
+    the tuned query encoder's cosine (``dense_adapted``; raw e5 where the encoder skips the question) of the best
+    link and its margin over the documents ranked 4-10, and the cross-encoder's score of the first link."""
+    top, ranked = r.get("top_detail"), r.get("ranked_detail")
+    if not top or not ranked:
+        return {}
+    ad = [d.get("dense_adapted", d.get("dense", 0.0)) for d in top]
+    rest = [d.get("dense_adapted", d.get("dense", 0.0)) for d in ranked[3:10]]
+    best = max(ad)
+    margin = best - (sum(rest) / len(rest) if rest else best)
+    return {
+        "adapted_best": best,
+        "adapted_margin": margin,
+        "adapted_best_it": best * italian,
+        "adapted_margin_it": margin * italian,
+        "ce_top1": float(top[0].get("cross-encoder", 0.0)),
+    }
 
 
 def second_look_ok(r: dict[str, Any]) -> bool:
@@ -115,7 +143,12 @@ def lr_candidate(spec: dict[str, Any]) -> Callable:
 
     def fit(train: Sequence[dict[str, Any]]) -> Callable:
         X, y, it = _matrix(train, spec["features"]), _y(train), _it(train)
-        res = gate_cv.fit_spec(X, y, it, spec)
+        fitted = spec
+        if spec.get("recall_target") == "reference":  # each language's refusal recall of the collected gate
+            ref = np.array([bool(r["shipped_relevant"]) for r in train])
+            target = {k: gate_fit_recall(y[it == k], ref[it == k]) for k in (0, 1)}
+            fitted = {**spec, "recall_target": target}
+        res = gate_cv.fit_spec(X, y, it, fitted)
 
         def predict(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
             p = gate_cv.probability(res, _matrix(rows, spec["features"]), _it(rows))
