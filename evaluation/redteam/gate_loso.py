@@ -250,8 +250,11 @@ def shipped(rows: Sequence[dict[str, Any]], rule: tuple[float, float] = COLLECTE
     return {"p": p, "gate": gate, "final": with_second_look(rows, p, gate, rule)}
 
 
-def run_loso(rows: Sequence[dict[str, Any]], fit: Callable, second_look: bool = True) -> dict[str, Any]:
-    """Out-of-set decisions (gate alone and gate + refitted second look) and each fold's fit."""
+def run_loso(
+    rows: Sequence[dict[str, Any]], fit: Callable, second_look: bool | Sequence[float] = True
+) -> dict[str, Any]:
+    """Out-of-set decisions (gate alone and gate + second look) and each fold's fit; ``second_look``: True refits
+    the second look in each fold, a (slope, cut) keeps that rule in every fold, False leaves it off."""
     groups = np.array([r["group"] for r in rows])
     gate = np.zeros(len(rows), bool)
     final = np.zeros(len(rows), bool)
@@ -263,7 +266,10 @@ def run_loso(rows: Sequence[dict[str, Any]], fit: Callable, second_look: bool = 
         test = [r for r, h in zip(rows, held, strict=True) if h]
         predict = fit(train)
         p_tr, a_tr = predict(train)
-        rule = fit_rule(look_rows(train, p_tr, a_tr)) if second_look else None
+        if isinstance(second_look, bool):
+            rule = fit_rule(look_rows(train, p_tr, a_tr)) if second_look else None
+        else:
+            rule = (float(second_look[0]), float(second_look[1]))
         p, a = predict(test)
         gate[held], final[held], p_all[held] = a, with_second_look(test, p, a, rule), p
         info[g] = {**predict.info, "second_look": rule}
