@@ -86,3 +86,23 @@ def test_the_encoder_cosine_features_read_the_links_scores_and_fall_back_to_raw_
     )
     assert adapted_features({"top_detail": top, "ranked_detail": ranked}, 0.0)["adapted_best_it"] == 0.0
     assert adapted_features({"top_detail": None}, 1.0) == {}
+
+
+def test_a_fixed_second_look_is_kept_in_every_fold_and_false_leaves_it_off():
+    from evaluation.redteam.gate_loso import run_loso
+
+    rows = [row(group="a"), row(group="b", gate_language="en"), row(group="b")]
+
+    def fit(train):
+        def predict(rs):
+            return np.full(len(rs), 0.2), np.zeros(len(rs), bool)
+
+        predict.info = {}
+        return predict
+
+    # logit(0.2) + 50 * (0.85 - 0.86) = -1.8863 >= -1.9: the Italian rows are answered by the second look
+    out = run_loso(rows, fit, (50.0, -1.9))
+    assert out["gate"].tolist() == [False, False, False]
+    assert out["final"].tolist() == [True, False, True]
+    assert out["folds"]["a"]["second_look"] == (50.0, -1.9)
+    assert run_loso(rows, fit, False)["final"].tolist() == [False, False, False]
