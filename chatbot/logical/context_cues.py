@@ -31,6 +31,7 @@ from chatbot.logical.context_cue_tables import (
     AFTER_RE,
     ALREADY,
     BEFORE_RE,
+    CLAUSE,
     CLAUSE_WORD,
     CUT_END,
     DET,
@@ -45,6 +46,15 @@ from chatbot.logical.context_cue_tables import (
     X_END,
 )
 from chatbot.logical.cues import content_words
+from chatbot.logical.frame_cue_tables import (
+    AFTER_FRAMES,
+    BEFORE_FRAMES,
+    CLAUSE_AFTER_END,
+    DISLOCATED_RE,
+    INLINE_FRAMES,
+    KNOW_IT_RE,
+    NOT_IN_DISLOCATED,
+)
 from chatbot.logical.patient_cues import NOT_A_NOUN, TREATMENT
 
 
@@ -63,6 +73,8 @@ def _is_x(x: str, kind: str) -> bool:
     if kind == "treatment":
         return False
     head = words[1] if DET.fullmatch(words[0]) and len(words) > 1 else words[0]
+    if head.isdigit() and len(words) > words.index(head) + 1:
+        head = words[words.index(head) + 1]  # "the 20 week scan": the number modifies the noun
     if kind == "np-it" and (NOT_IT_NOUN.fullmatch(head) if head is words[0] else NOT_IT_AFTER_DET.fullmatch(head)):
         return False  # "non è vaccinato", "non è colpa mia", "non e mai successo" (but "non è una colica")
     if kind == "np-ing" and re.fullmatch(r"\w{3,}ing", head, re.I):
@@ -116,4 +128,86 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
     for f in found:
         if not out or f[0] >= out[-1][1]:
             out.append(f)
+    # the frames fill only what the phrasing tables left free (their cue names stay as before)
+    for f in sorted(_framed(text)):
+        if all(f[1] <= g[0] or f[0] >= g[1] for g in out):
+            out.append(f)
+    return sorted(out)
+
+
+_BEFORE_FRAMES_RE = [(re.compile(CLAUSE + rf"(?P<cue>{p})", re.I), k, n) for p, _lang, k, n in BEFORE_FRAMES]
+_AFTER_FRAMES_RE = [
+    re.compile(CLAUSE + rf"(?P<x>[^,;:.?!()]{{2,60}}?)\s+(?P<cue>{p})" + CLAUSE_AFTER_END, re.I)
+    for p, _l, _n in AFTER_FRAMES
+]
+_INLINE_FRAMES_RE = [(re.compile(p, re.I), ask) for p, _lang, ask in INLINE_FRAMES]
+
+
+def _dislocated(m: re.Match[str]) -> bool:
+    """An Italian clitic clause rules X out when it is negated ("non li voglio"), says "già", or knows X."""
+    if NOT_IN_DISLOCATED.search(m.group("x")) or re.match(r"\s*ce\s+la\s+fa", m.group("cue") + m.group("verb")):
+        return False  # a clause, or "farcela" ("non ce la faccio più")
+    if m.group("neg") or m.group("neg2"):
+        return True
+    # "X lo so già / l'ho già fatto" rules X out only when something else is asked ("Il test l'ho già fatto ed è
+    # positivo, quando vado dal medico?" asks the next step)
+    return bool(KNOW_IT_RE.search(m.group("verb"))) and ELSE_AFTER.search(m.string) is not None
+
+
+def _framed(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end of the cut, X, cue) for every exclusion frame of ``frame_cue_tables`` in ``text``."""
+    out: list[tuple[int, int, str, str]] = []
+
+    def cue_of(m: re.Match[str]) -> str:
+        return " ".join(m.group("cue").lower().split())
+
+    for rx, kind, need in _BEFORE_FRAMES_RE:
+        for m in rx.finditer(text):
+            end = X_END.search(text, m.end())
+            x_end = end.start() if end else len(text)
+            if end and (more := LIST_MORE.match(text, x_end)):
+                x_end = more.end()
+            x = text[m.end() : x_end].strip()
+            cut = _cut_end(text, x_end)
+            if not x or not _is_x(x, kind) or not _asks(text[: m.start()], text[cut:]):
+                continue
+            if need == "already" and not ELSE_AFTER.search(text, x_end):
+                continue
+            out.append((m.start(), cut, x, cue_of(m)))
+    for rx in _AFTER_FRAMES_RE:
+        for m in rx.finditer(text):
+            x = LEAD_PREP.sub("", m.group("x").strip())
+            cut = _cut_end(text, m.end())
+            if re.match(r"(?:setting|putting|leaving|with)\s", x, re.I):
+                continue  # "setting X to one side": the BEFORE frame reads X without its verb
+            if _is_x(x, "np-ing") and _asks(text[: m.start()], text[cut:]):
+                out.append((m.start(), cut, x, cue_of(m)))
+    for m in DISLOCATED_RE.finditer(text):
+        x = LEAD_PREP.sub("", m.group("x").strip())
+        cut = _cut_end(text, m.end())
+        if _dislocated(m) and _is_x(x, "np") and _asks(text[: m.start()], text[cut:]):
+            out.append((m.start(), cut, x, " ".join((m.group("cue") + m.group("verb")).lower().split())))
+    for rx, ask in _INLINE_FRAMES_RE:
+        for m in rx.finditer(text):
+            x = m.group("x").strip()
+            cut = _cut_end(text, m.end())
+            if "verb" in rx.groupindex and not _dislocated(m):
+                continue
+            rest_ok = (
+                _asks(text[: m.start()], text[cut:])
+                if ask
+                else len(content_words(text[: m.start()] + " " + text[cut:])) >= 2
+            )
+            if _is_x(x, "np-ing") and rest_ok:
+                out.append((m.start(), cut, x, cue_of(m)))
     return out
+
+
+def is_noun_phrase(x: str, kind: str = "np") -> bool:
+    """Whether ``x`` can be a ruled-out thing: a noun phrase ("np"), also a gerund ("np-ing"), or a treatment."""
+    return _is_x(x, kind)
+
+
+def asks(before: str, after: str) -> bool:
+    """Whether the text left around a cut clause (``before`` and ``after`` it) asks something."""
+    return _asks(before, after)

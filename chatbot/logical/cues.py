@@ -13,7 +13,10 @@ _DISCOURSE_EN = (
     r"discussing|discussion\s+of|considering|including|covering|focusing\s+on|talking\s+about|"
     r"going\s+into|touching\s+on|addressing|counting|bringing\s+up)"
 )
-_VERB_EN = r"(?:mention|include|discuss|cover|talk\s+about|refer\s+to|consider|focus\s+on|bring\s+up|go\s+into)"
+_VERB_EN = (
+    r"(?:mention|include|discuss|cover|talk\s+about|refer\s+to|consider|focus\s+on|bring\s+up|go\s+into|"
+    r"suggest|recommend|propose)"
+)
 _DISCOURSE_IT = (
     r"(?:parlare\s+(?:di|del|dello|della|dei|degli|delle|dell')|menzionare|citare|nominare|considerare|"
     r"includere|contare|trattare|discutere|fare\s+riferimento\s+(?:a|al|allo|alla|ai|agli|alle|all')|"
@@ -193,7 +196,19 @@ _IT_CUE_WORDS = {
     "anziché", "anziche", "piuttosto", "ma", "non", "senza", "evitando", "non … ma", "niente", "altro", "che",
     "fatta", "eccezion", "ho", "abbiamo", "già", "gia", "sono", "siamo", "li", "lo", "la", "le", "l'ho",
     "io", "provato", "tolto", "eliminato", "smesso",
+    # session 15's frames (``frame_cue_tables``)
+    "lasciamo", "lascia", "lasciate", "lasciando", "teniamo", "tenendo", "messo", "messa", "messi", "messe",
+    "lasciato", "lasciata", "lasciati", "tolta", "tolti", "tolte", "eliminata", "eliminati", "eliminate",
+    "eccettuato", "eccettuata", "eccettuati", "eccettuate", "nessun", "nessuno", "nessuna", "se", "è", "e'",
+    "me", "mi", "ce", "ci", "te", "l'", "fuori",
 }  # fmt: skip
+
+
+# Italian cues of session 15's frames that open with a word shared with English or with an enclitic verb
+_IT_CUE_START = re.compile(
+    r"(?:salta|ignora|tralascia|lascia|togli|escludi)(?:l[oaie]|li)\b|"
+    r"no\s+(?:a|ad|al|allo|alla|ai|agli|alle|all'|consigli|info)\b|non\s+(?:m'|mi\s)"
+)
 
 
 def cue_language(cue_text: str) -> str:
@@ -203,4 +218,6 @@ def cue_language(cue_text: str) -> str:
     if re.match(r"in alternativa|alternativ[ae] (?:a|ad|al|allo|alla|ai|agli|alle|all')(?:\s|$|(?<=')|\b)", cue_text):
         return "it"
     words = cue_text.replace(",", " ").split()
+    if _IT_CUE_START.match(cue_text):
+        return "it"
     return "it" if words and words[0] in _IT_CUE_WORDS else "en"

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chatbot.logical.alternative_clauses import ruled_out_clauses
 from chatbot.logical.context_cues import stated_exclusions
 from chatbot.logical.cues import (
     ABBREVIATIONS,
@@ -59,6 +60,7 @@ from chatbot.logical.cues import (
     content_words,
     cue_language,
 )
+from chatbot.logical.frame_cue_tables import IDIOM_THAT
 from chatbot.logical.patient_cues import guarded_cues, noun_phrase, strip_plea
 from chatbot.logical.query import And, Node, Not, Term, to_string
 
@@ -212,6 +214,7 @@ def analyse(question: str) -> Detection | None:
     if not text:
         return None
     text = LETTER_MARKER.sub(SENTINEL, text)
+    text = IDIOM_THAT.sub(SENTINEL, text)  # "other than that, she's fine": refers back, excludes nothing
     negatives: list[str] = []
     cues: list[str] = []
 
@@ -245,7 +248,7 @@ def analyse(question: str) -> Detection | None:
             text = text[: m.start()] + text[m.end() :]
 
     # 2b. exclusions stated as context before the question: "I already tried X, …", "X doesn't work, …"
-    for start, end, neg, cue in reversed(stated_exclusions(text)):
+    for start, end, neg, cue in reversed(_stated(text)):
         negatives[:0] = _split_list(_clean_term(neg), cue)
         cues.insert(0, cue)
         text = text[:start] + " " + text[end:]
@@ -306,6 +309,15 @@ def analyse(question: str) -> Detection | None:
     query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
     language = cue_language(cues[0])
     return Detection(query, positive, tuple(negatives), tuple(cues), language)
+
+
+def _stated(text: str) -> list[tuple[int, int, str, str]]:
+    """The stated exclusions of ``context_cues`` and, where they leave a clause free, ``alternative_clauses``."""
+    found = stated_exclusions(text)
+    for f in ruled_out_clauses(text):
+        if all(f[1] <= g[0] or f[0] >= g[1] for g in found):
+            found.append(f)
+    return sorted(found)
 
 
 def _mask_parentheses(text: str) -> str:

@@ -128,9 +128,9 @@ _ATTRIBUTE = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE_NOT = re.compile(
-    r"\b(?:that|which)\s+(?:(?:are|is)\s+not|aren't|isn't|(?:do|does)\s+not\s+(?:involve|contain|include)|"
+    r"\b(?:that|which|and)\s+(?:(?:are|is)\s+not|aren't|isn't|(?:do|does)\s+not\s+(?:involve|contain|include)|"
     r"(?:don't|doesn't)\s+(?:involve|contain|include))"
-    r"\s+|\bche\s+non\s+(?:sia|siano|sono|è|e'|preveda|prevedano|includa|includano|contenga|contengano)\s+"
+    r"\s+|\b(?:that|which)'s\s+not\s+|\bche\s+non\s+(?:sia|siano|sono|è|e'|preveda|prevedano|includa|includano|contenga|contengano)\s+"
     r"(?=\S)(?!n[eé]\s)|\bche\s+non\s+(?:sia|siano|sono|è|e')\s+n[eé]\s+",
     re.IGNORECASE,
 )
