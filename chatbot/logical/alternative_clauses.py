@@ -11,8 +11,9 @@ può essere?", "lo stretching lo faccio già: cos'altro?". No list of phrasings:
 - X is the stated clause's subject (a noun phrase before the negated or "already" verb: "Stretches aren't
   helping", "Il paracetamolo non mi passa …", "lo stretching lo faccio già") or the object of a verb of taking,
   trying, doing or reading ("we already gave calpol", "I've seen the kegel videos already", "ho già provato X").
-- X must be a noun phrase (``context_cues``): "If it isn't safe to fly, how else …" (a pronoun), "I haven't slept
-  well, what else …" (an adverb) stay unrouted; so does every message without an alternatives word.
+- X must be a noun phrase (``context_cues``), and not a person: "If it isn't safe to fly, how else …" (a pronoun),
+  "Baby hasn't pooed in three days, what else should I look for?" (a person) stay unrouted; so does every message
+  without an alternatives word or a request for options, and every message over ``MAX_WORDS`` words.
 """
 
 from __future__ import annotations
@@ -90,6 +91,16 @@ _ASKING = re.compile(
 )
 
 
+# a person is never the ruled-out thing ("Baby hasn't pooed in three days, what else should I look for?")
+_PERSON = re.compile(
+    r"^(?:(?:my|our|the|her|his|il|lo|la|i|gli|le|mio|mia|nostro|nostra)\s+)?(?:little\s+|new\s+)?(?:baby|babies|"
+    r"newborn|son|daughter|partner|husband|wife|mum|mom|dad|midwife|doctor|gp|nurse|health\s+visitor|she|he|they|"
+    r"bimb[oaie]|bambin[oaie]|neonat[oaie]|figli[oa]?|figlie|marito|moglie|compagn[oa]|ostetrica|medico|dottore|"
+    r"dottoressa|pediatra|mamma|papà|lei|lui)$",
+    re.IGNORECASE,
+)
+
+
 def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     """(the noun phrase a stated clause rules out, its offset in ``clause``), or None. With ``alternative`` (an
     alternatives word is asked) any negated or "already" clause counts; else only a failed or done one."""
@@ -112,7 +123,8 @@ def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     for k in range(1, min(6, len(words))):
         x, rest = " ".join(words[:k]), " ".join(words[k:])
         if _SUBJECT_REST.match(rest) or _SUBJECT_FAILED.match(rest):
-            return (x, offset) if rest_rx.match(rest) and is_noun_phrase(x, "np-ing") else None
+            ok = rest_rx.match(rest) and is_noun_phrase(x, "np-ing") and not _PERSON.match(x)
+            return (x, offset) if ok else None
     return None
 
 
