@@ -130,7 +130,7 @@ def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
 
 def ruled_out_clauses(text: str) -> list[tuple[int, int, str, str]]:
     """(start, end of the cut, X, cue) for every stated clause that rules X out before or after a request for
-    something else or for options; the cue is "stated + else" ("già/non + altro" when the request is Italian)."""
+    something else or for options; the cue is "stated + else" ("già o non + altro" when the request is Italian)."""
     if len(text.split()) > MAX_WORDS:
         return []
     clauses = [(m.start(), m.end(), m.group(0)) for m in _CLAUSE.finditer(text) if m.group(0).strip()]
@@ -140,7 +140,7 @@ def ruled_out_clauses(text: str) -> list[tuple[int, int, str, str]]:
         return []
     alternative = any(ALTERNATIVE.search(c) for c in asking)
     italian = re.match(r"alt|cos|qual|invece|divers|rimedi|consigli|come", asked[0].group(0), re.I) is not None
-    cue = "già/non + altro" if italian else "stated + else"
+    cue = "già o non + altro" if italian else "stated + else"
     out: list[tuple[int, int, str, str]] = []
     for start, end, clause in clauses:
         if ALTERNATIVE.search(clause) or OPTIONS.search(clause) or clause.rstrip().endswith("?"):

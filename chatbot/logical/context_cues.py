@@ -51,6 +51,7 @@ from chatbot.logical.frame_cue_tables import (
     BEFORE_FRAMES,
     CLAUSE_AFTER_END,
     DISLOCATED_RE,
+    FRAME_LIST_MORE,
     INLINE_FRAMES,
     KNOW_IT_RE,
     NOT_IN_DISLOCATED,
@@ -165,7 +166,7 @@ def _framed(text: str) -> list[tuple[int, int, str, str]]:
         for m in rx.finditer(text):
             end = X_END.search(text, m.end())
             x_end = end.start() if end else len(text)
-            if end and (more := LIST_MORE.match(text, x_end)):
+            if end and (more := LIST_MORE.match(text, x_end) or FRAME_LIST_MORE.match(text, x_end)):
                 x_end = more.end()
             x = text[m.end() : x_end].strip()
             cut = _cut_end(text, x_end)

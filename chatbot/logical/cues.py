@@ -200,7 +200,8 @@ _IT_CUE_WORDS = {
     "lasciamo", "lascia", "lasciate", "lasciando", "teniamo", "tenendo", "messo", "messa", "messi", "messe",
     "lasciato", "lasciata", "lasciati", "tolta", "tolti", "tolte", "eliminata", "eliminati", "eliminate",
     "eccettuato", "eccettuata", "eccettuati", "eccettuate", "nessun", "nessuno", "nessuna", "se", "è", "e'",
-    "me", "mi", "ce", "ci", "te", "l'", "fuori",
+    "me", "mi", "ce", "ci", "te", "l'", "fuori", "tralasciando", "tralasciamo", "tralascia", "ignorando", "saltando",
+    "trascurando",
 }  # fmt: skip
 
 

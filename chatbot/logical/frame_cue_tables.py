@@ -178,7 +178,7 @@ INLINE_FRAMES: list[tuple[str, str, bool]] = [
         True,
     ),
     (
-        r"\b(?P<cue>oltre\s+(?:il|lo|la|i|gli|le|l'))\s*(?P<x>(?!(?:\d|termine|limite|data|soglia|settiman|mes[ei]|"
+        r"\b(?P<cue>oltre\s+(?:(?:il|lo|la|i|gli|le)\s+|l'\s*))(?P<x>(?!(?:\d|termine|limite|data|soglia|settiman|mes[ei]|"
         r"giorn|anni|ore|quell|quest))[^,;:.?!()]{2,40}?)(?=\s*[,;:.?!()]|$)",
         "it",
         True,
@@ -187,6 +187,15 @@ INLINE_FRAMES: list[tuple[str, str, bool]] = [
 
 # an AFTER frame closes its clause: punctuation, a dash, the end, or a conjunction opening the next clause
 CLAUSE_AFTER_END = r"(?=\s*(?:[,;:.?!()]|\s[-–—]\s|$|\s(?:and|but|so|ed?|ma|quindi)\s))"
+
+# one more short item after X (Italian "i" is an article here, "for now" closes the list): "lasciamo fuori la dieta
+# e i farmaci, …", "forget formula and dummies for now, …"
+FRAME_LIST_MORE = re.compile(
+    r"\s+(?:and|or|e|o)\s+(?:(?:the|il|lo|la|i|gli|le)\s+(?=[a-zà-ÿ]{3,})|l'\s*)?(?!(?:i|we|you|she|he|it|they|io|"
+    r"what|how|why|cosa|come|perch)\b)[a-zà-ÿ]{3,}(?:\s+[a-zà-ÿ]{3,})?"
+    r"(?=\s*[,;:?!.]|\s+(?:please|per\s+favore|for\s+(?:now|a\s+(?:moment|second|minute|bit)))\b)",
+    re.IGNORECASE,
+)
 
 # the dislocation frame needs its own check: the clitic clause must be negated, say "già", or know/keep X
 DISLOCATED_RE = re.compile(
