@@ -34,12 +34,25 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 # a topic phrase before the stated clause's subject stays in the question ("Per la pressione alta i farmaci …")
-_TOPIC = re.compile(r"^\s*per\s+\w+(?:\s+\w+){0,4}?\s+(?=(?:i|gli|il|lo|la|le|l')\b)", re.IGNORECASE)
-_NEG_OR_ALREADY = re.compile(r"\b(?:not|never|no\s+longer|already|non|mai|già|gia|ormai)\b|n't\b", re.I)
+_TOPIC = re.compile(
+    r"^\s*(?:per|for|with|con|contro)\s+\w+(?:\s+\w+){0,4}?\s+(?=(?:i|gli|il|lo|la|le|l'|ho|abbiamo|i've|we've|we)\b)",
+    re.IGNORECASE,
+)
+# patients often drop the apostrophe ("cant", "doesnt"): the negations are spelt with it optional
+_NT = r"(?:can|don|doesn|isn|aren|haven|hasn|didn|won|wasn|weren|couldn|shouldn)'?t"
+_NEG_OR_ALREADY = re.compile(rf"\b(?:not|never|no\s+longer|already|non|mai|già|gia|ormai|{_NT})\b|n't\b", re.I)
+_CANT = re.compile(r"\b(?:can'?t|cannot|can\s+not|mustn'?t|not\s+allowed\s+to)\b|\bnon\s+(?:posso|possiamo)\b", re.I)
+# verbs that say X was tried already
+_TRIED = re.compile(r"\b(?:tried|provat[oaie])\b", re.IGNORECASE)
+# a clause that opens with "if/se/when/quando" inside a sentence is a clause of its own here
+_SUBORDINATE = re.compile(r"\s(?=(?:if|se|when|quando)\s)", re.IGNORECASE)
 _ALREADY = re.compile(r"\b(?:already|già|gia|ormai)\b", re.I)
 # a request for options without an alternatives word ("any tips", "what's good for", "cosa posso prendere")
 OPTIONS = re.compile(
-    r"\b(?:tips|ideas|advice|suggestions|tell\s+me\s+about|explain|spiegami|parlami|remed(?:y|ies)|treatments?|options|what(?:'s|\s+is)\s+good|"
+    r"\b(?:tips|ideas|advice|suggestions|tell\s+me\s+about|explain|spiegami|parlami|remed(?:y|ies)|treatments?|options|"
+    r"what(?:'?s|\s+is)\s+(?:good|safe|ok|okay|best|fine)|how\s+(?:do|can|could|should)\s+(?:i|we)\s+(?:soothe|calm|settle|"
+    r"ease|relieve|treat|help|stop|manage|get\s+rid\s+of)|come\s+(?:faccio|posso|possiamo|si\s+pu[òo])\s+(?:a\s+)?"
+    r"(?:calmare|alleviare|curare|trattare|gestire|far\s+passare|aiutare)|"
     r"what\s+(?:helps|works)|what\s+(?:to|can\s+(?:i|we)|should\s+(?:i|we)|could\s+(?:i|we))\s+(?:do|take|use|try|give)|"
     r"rimedi|consigli|cosa\s+(?:posso|possiamo|si\s+pu[òo]|devo)\s+(?:fare|prendere|usare|dare|provare)|"
     r"come\s+(?:calmare|alleviare|curare|trattare|gestire|far\s+passare))\b",
@@ -47,14 +60,14 @@ OPTIONS = re.compile(
 )
 # the subject's verb group: negated or "already" (any verb, when an alternatives word is asked) ...
 _SUBJECT_REST = re.compile(
-    r"^(?:(?:is|are|was|were|has|have|had|does|do|did|wo|ca|could|would|should)n't|(?:is|are|was|were|has|have|"
-    r"does|do|did)\s+(?:not|never|already)|won't|can't|cannot|never|(?:has|have)\s+(?:already\s+)?stopped|"
-    r"(?:(?:lo|la|li|le|l'|ne|mi|ti|ci|gli)\s*)*(?:non|già|gia|mai)|(?:lo|la|li|le|l')\s*\w+\s+(?:già|gia))\b",
+    r"^(?:(?:is|are|was|were|has|have|had|does|do|did|wo|ca|could|would|should)n'?t|(?:is|are|was|were|has|have|"
+    r"does|do|did)\s+(?:not|never|already)|won'?t|can'?t|cannot|never|(?:has|have)\s+(?:already\s+)?stopped|"
+    r"(?:(?:lo|la|li|le|l'|ne|mi|ti|ci|gli)\s*)*(?:non|già|gia|mai)|(?:lo|la|li|le|l')\s*\w+(?:o|iamo)\s+(?:già|gia))\b",
     re.IGNORECASE,
 )
 # ... or, for a plain request for options, a verb saying X did not work or is already done
 _SUBJECT_FAILED = re.compile(
-    r"^(?:(?:is|are|was|were|has|have|does|do|did)(?:n't|\s+not)\s+(?:\w+\s+)?(?:help\w*|work\w*|"
+    r"^(?:(?:is|are|was|were|has|have|does|do|did)(?:n'?t|\s+not)\s+(?:\w+\s+)?(?:help\w*|work\w*|"
     r"do(?:ne|ing)?\s+(?:a\s+thing|anything|much|zilch)|cut\s+it|ma(?:de|ke|king)\s+a\s+difference)|"
     r"(?:(?:mi|ti|ci|gli|le)\s+)?non\s+(?:mi\s+|ci\s+|le\s+|gli\s+)?(?:basta|bastano|serve|servono|funziona|"
     r"funzionano|aiuta|aiutano|passa|passano|fa\s+(?:niente|nulla|effetto)|ha\s+(?:funzionato|aiutato|fatto))|"
@@ -63,9 +76,9 @@ _SUBJECT_FAILED = re.compile(
 )
 _OBJECT = re.compile(
     r"^(?:(?:i|we|she|he|they)(?:'ve|'m|'re|'d)?\s+|(?:already\s+))*"
-    r"(?:(?:already|also|just|have|has|had|am|are|was|were|do|did|been|can't|cannot|don't|didn't|won't|never|"
+    r"(?:(?:already|also|just|have|has|had|am|are|was|were|do|did|been|can'?t|cannot|don'?t|didn'?t|won'?t|never|"
     r"really|ho|abbiamo|ha|hanno|non|già|gia|mai)\s+)*"
-    r"(?P<v>tried|try|trying|taken|took|taking|take|used|using|use|eaten|eating|eat|drunk|drinking|drink|"
+    r"(?P<v>tried|try|trying|taken|took|taking|take|have|used|using|use|eaten|eating|eat|drunk|drinking|drink|"
     r"doing|done|did|gave|given|giving|seen|read|watched|stomach|tolerate|stand|afford|quit|stopped|"
     r"provat[oaie]|pres[oaie]|prendo|prendiamo|usat[oaie]|uso|fatt[oaie]|faccio|facciamo|dat[oaie]|lett[oaie]|"
     r"letto|mangiat[oaie]|mangio|bevut[oaie]|bevo|sopporto|tollero)\s+"
@@ -104,15 +117,18 @@ _PERSON = re.compile(
 def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     """(the noun phrase a stated clause rules out, its offset in ``clause``), or None. With ``alternative`` (an
     alternatives word is asked) any negated or "already" clause counts; else only a failed or done one."""
+    if re.match(r"\s*(?:if|se|when|quando)\s", clause, re.I):
+        alternative = False  # a condition ("se il diabete non è controllato") rules out only what failed or is done
     body = _LEAD.sub("", _TOPIC.sub("", clause))
     offset = len(clause) - len(body)
     body = body.rstrip(" ,;:.!-–—")
-    if not body or not _NEG_OR_ALREADY.search(body):
+    if not body or not (_NEG_OR_ALREADY.search(body) or _TRIED.search(body)):
         return None
     m = _OBJECT.match(body)
     if m:
         around = body[: m.start("x")] + body[m.end("x") :]
-        if (_ALREADY.search(around) if not alternative else _NEG_OR_ALREADY.search(around)) and is_noun_phrase(
+        done = _ALREADY.search(around) or _CANT.search(around) or _TRIED.match(m.group("v"))
+        if (done if not alternative else _NEG_OR_ALREADY.search(around)) and is_noun_phrase(
             m.group("x").strip(), "np-ing"
         ):
             return m.group("x").strip(), offset + m.start("x")
@@ -120,7 +136,7 @@ def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     if words and re.fullmatch(r"(?:and|or|but|e|o|ma|però|pero)", words[-1], re.I):
         return None
     rest_rx = _SUBJECT_REST if alternative else _SUBJECT_FAILED
-    for k in range(1, min(6, len(words))):
+    for k in range(1, min(8, len(words))):
         x, rest = " ".join(words[:k]), " ".join(words[k:])
         if _SUBJECT_REST.match(rest) or _SUBJECT_FAILED.match(rest):
             ok = rest_rx.match(rest) and is_noun_phrase(x, "np-ing") and not _PERSON.match(x)
@@ -128,12 +144,20 @@ def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     return None
 
 
+def _split(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """The clause ``text[start:end]`` cut before each "if/se/when/quando" it holds."""
+    cuts = [start] + [start + m.end() for m in _SUBORDINATE.finditer(text[start:end])] + [end]
+    return [(a, b, text[a:b]) for a, b in zip(cuts, cuts[1:], strict=False) if text[a:b].strip()]
+
+
 def ruled_out_clauses(text: str) -> list[tuple[int, int, str, str]]:
     """(start, end of the cut, X, cue) for every stated clause that rules X out before or after a request for
     something else or for options; the cue is "stated + else" ("già o non + altro" when the request is Italian)."""
     if len(text.split()) > MAX_WORDS:
         return []
-    clauses = [(m.start(), m.end(), m.group(0)) for m in _CLAUSE.finditer(text) if m.group(0).strip()]
+    clauses = [
+        piece for m in _CLAUSE.finditer(text) if m.group(0).strip() for piece in _split(text, m.start(), m.end())
+    ]
     asking = [c for _, _, c in clauses if _ASKING.search(c)]
     asked = [a for c in asking if (a := ALTERNATIVE.search(c) or OPTIONS.search(c))]
     if not asked:
@@ -143,7 +167,8 @@ def ruled_out_clauses(text: str) -> list[tuple[int, int, str, str]]:
     cue = "già o non + altro" if italian else "stated + else"
     out: list[tuple[int, int, str, str]] = []
     for start, end, clause in clauses:
-        if ALTERNATIVE.search(clause) or OPTIONS.search(clause) or clause.rstrip().endswith("?"):
+        subordinate = re.match(r"\s*(?:if|se|when|quando)\s", clause, re.I) is not None
+        if ALTERNATIVE.search(clause) or OPTIONS.search(clause) or (clause.rstrip().endswith("?") and not subordinate):
             continue
         found = _stated_x(re.sub(r"[,;:.!]+\s*$", "", clause), alternative)
         if found is None:

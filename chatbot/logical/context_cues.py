@@ -55,6 +55,7 @@ from chatbot.logical.frame_cue_tables import (
     INLINE_FRAMES,
     KNOW_IT_RE,
     NOT_IN_DISLOCATED,
+    X_SPAN,
 )
 from chatbot.logical.patient_cues import NOT_A_NOUN, TREATMENT
 
@@ -138,8 +139,7 @@ def stated_exclusions(text: str) -> list[tuple[int, int, str, str]]:
 
 _BEFORE_FRAMES_RE = [(re.compile(CLAUSE + rf"(?P<cue>{p})", re.I), k, n) for p, _lang, k, n in BEFORE_FRAMES]
 _AFTER_FRAMES_RE = [
-    re.compile(CLAUSE + rf"(?P<x>[^,;:.?!()]{{2,60}}?)\s+(?P<cue>{p})" + CLAUSE_AFTER_END, re.I)
-    for p, _l, _n in AFTER_FRAMES
+    re.compile(CLAUSE + rf"(?P<x>{X_SPAN})\s+(?P<cue>{p})" + CLAUSE_AFTER_END, re.I) for p, _l, _n in AFTER_FRAMES
 ]
 _INLINE_FRAMES_RE = [(re.compile(p, re.I), ask) for p, _lang, ask in INLINE_FRAMES]
 

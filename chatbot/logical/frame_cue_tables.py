@@ -54,7 +54,7 @@ _TAIL = (
 _FRONT_VERB_EN = (
     r"(?:i|we)(?:\s+|(?='))(?:already\s+)?(?:know(?:\s+all)?\s+about|know\s+(?:those|that|them|it)|(?:'ve|have)\s+"
     r"(?:already\s+)?(?:got\s+)?(?:covered|sorted|tried|read\s+about|heard\s+about)|"
-    r"can\s+skip|(?:don'?t|do\s+not)\s+need)(?:\s+already)?"
+    r"can\s+skip|(?:don'?t|do\s+not)\s+need|(?:do|use|take|eat|drink|practi[cs]e|have)\s+already)(?:\s+already)?"
 )
 # Italian clitic left-dislocation: after X, "(non) (me/mi/ce/ci) lo|la|li|le|l'" and a verb (a few words)
 _CLITIC_IT = r"(?:(?P<neg>non)\s+)?(?:(?:me|mi|ce|ci|te|ve|se)\s+)?(?:lo|la|li|le)\s+|(?:(?P<neg2>non)\s+)?l'\s*"
@@ -149,7 +149,9 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
 ]
 
 # (full pattern with groups ``x`` and ``cue``, language, whether the rest must ask): the whole match is cut
-_NP = r"(?P<x>[^,;:.?!()]{2,60}?)"
+# X: up to 60 characters within one clause (a spaced dash opens another: "Safe exercises - yoga I do already")
+X_SPAN = r"(?:(?!\s[-–—]\s)[^,;:.?!()]){2,60}?"
+_NP = rf"(?P<x>{X_SPAN})"
 INLINE_FRAMES: list[tuple[str, str, bool]] = [
     (rf"\bwith\s+{_NP}\s+(?P<cue>{_POST_EN})\b", "en", False),
     (
@@ -168,6 +170,13 @@ INLINE_FRAMES: list[tuple[str, str, bool]] = [
         rf"\b(?:se|visto\s+che|dato\s+che|siccome)\s+{_NP}\s+(?P<cue>{_CLITIC_IT})(?P<verb>{_DISLOCATED_VERB_IT})"
         r"(?=\s*[,;:.?!()]|$)",
         "it",
+        True,
+    ),
+    # "… if it's not a miscarriage?", "… se non è un'infezione?": a noun phrase with its article
+    (
+        r"\b(?P<cue>if\s+(?:it'?s|it\s+is|its)\s+not|se\s+non\s+(?:è|e'))\s+(?P<x>(?:a|an|the|un|una|uno|il|la|lo)\s+"
+        r"[^,;:.?!()]{2,40}?|un'\s*[^,;:.?!()]{2,40}?)(?=\s*[,;:.?!()]|$)",
+        "en",
         True,
     ),
     (
