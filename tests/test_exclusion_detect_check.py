@@ -29,8 +29,8 @@ def test_is_right_needs_every_word_excluded_and_none_left_in_the_question() -> N
 
 def test_check_sets_are_balanced_and_labelled() -> None:
     rows = _rows()
-    assert len(SETS) == 3 and len(rows) == 260
-    assert sum(r["exclusion"] for r in rows) == 130
+    assert len(SETS) == 4 and len(rows) == 300
+    assert sum(r["exclusion"] for r in rows) == 150
     assert all(r["excluded"] for r in rows if r["exclusion"])
     assert not any(r["excluded"] for r in rows if not r["exclusion"])
 

@@ -92,6 +92,19 @@ MUST_ROUTE = [
         ("il cuscino",),
         "it",
     ),
+    # a topic before a dislocated X stays in the question; "glielo/gliel'" clitics
+    (
+        "Per la tosse il miele lo prendo già, cos'altro posso usare?",
+        "Per la tosse cos'altro posso usare",
+        ("il miele",),
+        "it",
+    ),
+    (
+        "Ha il raffreddore, lo spray gliel'ho già dato, che altro faccio?",
+        "Ha il raffreddore, che altro faccio",
+        ("lo spray",),
+        "it",
+    ),
     # the clause's own problem stays in the question; only X is cut
     (
         "Ginger tea isn't helping my nausea, what next?",
@@ -105,6 +118,9 @@ MUST_NOT_ROUTE = [
     # a person is not a ruled-out thing
     "My baby hasn't fed since morning, what else should I check?",
     "Il bimbo non mangia da ieri, cos'altro devo controllare?",
+    "Mio marito non vuole dormire in un'altra stanza, cos'altro posso fare per il sonno del bimbo?",
+    # a plain negation with "what else" states a symptom, not a ruled-out thing
+    "The scab hasn't dropped off yet, what else should I watch for?",
     # "other than that" refers back
     "Other than that he's feeding well, is a small rash normal?",
     "A parte questo il bimbo sta bene, è normale che starnutisca?",

@@ -68,10 +68,13 @@ _SUBJECT_REST = re.compile(
 # ... or, for a plain request for options, a verb saying X did not work or is already done
 _SUBJECT_FAILED = re.compile(
     r"^(?:(?:is|are|was|were|has|have|does|do|did)(?:n'?t|\s+not)\s+(?:\w+\s+)?(?:help\w*|work\w*|"
-    r"do(?:ne|ing)?\s+(?:a\s+thing|anything|much|zilch)|cut\s+it|ma(?:de|ke|king)\s+a\s+difference)|"
+    r"do(?:ne|ing)?\s+(?:a\s+thing|anything|much|zilch)|cut\s+it|ma(?:de|ke|king)\s+a\s+difference|fix\w*|"
+    r"agree\s+with\s+me|suit\s+me)|(?:is|are|was|were)\s+(?:no\s+good|useless|pointless)|"
+    r"(?:(?:mi|ti|ci|gli|le)\s+)?non\s+(?:mi\s+|ci\s+|le\s+|gli\s+)?(?:piace|piacciono|va\s+giù)|"
     r"(?:(?:mi|ti|ci|gli|le)\s+)?non\s+(?:mi\s+|ci\s+|le\s+|gli\s+)?(?:basta|bastano|serve|servono|funziona|"
     r"funzionano|aiuta|aiutano|passa|passano|fa\s+(?:niente|nulla|effetto)|ha\s+(?:funzionato|aiutato|fatto))|"
-    r"non\s+ne\s+(?:ho|abbiamo)|(?:(?:lo|la|li|le|l')\s*)\w+\s+(?:già|gia))\b",
+    r"non\s+ne\s+(?:ho|abbiamo)|(?:lo|la|li|le|l'|glie(?:lo|la|li|le)\s)\s*\w+(?:o|iamo)\s+(?:già|gia)|"
+    r"gliel'\s*(?:ho|abbiamo)\s+(?:già|gia))\b",
     re.IGNORECASE,
 )
 _OBJECT = re.compile(
@@ -106,7 +109,7 @@ _ASKING = re.compile(
 
 # a person is never the ruled-out thing ("Baby hasn't pooed in three days, what else should I look for?")
 _PERSON = re.compile(
-    r"^(?:(?:my|our|the|her|his|il|lo|la|i|gli|le|mio|mia|nostro|nostra)\s+)?(?:little\s+|new\s+)?(?:baby|babies|"
+    r"^(?:(?:my|our|the|her|his|il|lo|la|i|gli|le|mio|mia|nostro|nostra)\s+){0,2}(?:little\s+|new\s+)?(?:baby|babies|"
     r"newborn|son|daughter|partner|husband|wife|mum|mom|dad|midwife|doctor|gp|nurse|health\s+visitor|she|he|they|"
     r"bimb[oaie]|bambin[oaie]|neonat[oaie]|figli[oa]?|figlie|marito|moglie|compagn[oa]|ostetrica|medico|dottore|"
     r"dottoressa|pediatra|mamma|papà|lei|lui)$",
@@ -135,7 +138,7 @@ def _stated_x(clause: str, alternative: bool) -> tuple[str, int] | None:
     words = body.split()
     if words and re.fullmatch(r"(?:and|or|but|e|o|ma|però|pero)", words[-1], re.I):
         return None
-    rest_rx = _SUBJECT_REST if alternative else _SUBJECT_FAILED
+    rest_rx = _SUBJECT_FAILED  # a plain negation states a symptom ("the cord hasn't come off yet, what else …")
     for k in range(1, min(8, len(words))):
         x, rest = " ".join(words[:k]), " ".join(words[k:])
         if _SUBJECT_REST.match(rest) or _SUBJECT_FAILED.match(rest):

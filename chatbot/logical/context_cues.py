@@ -54,6 +54,7 @@ from chatbot.logical.frame_cue_tables import (
     FRAME_LIST_MORE,
     INLINE_FRAMES,
     KNOW_IT_RE,
+    LEAD_TOPIC,
     NOT_IN_DISLOCATED,
     X_SPAN,
 )
@@ -185,9 +186,12 @@ def _framed(text: str) -> list[tuple[int, int, str, str]]:
                 out.append((m.start(), cut, x, cue_of(m)))
     for m in DISLOCATED_RE.finditer(text):
         x = LEAD_PREP.sub("", m.group("x").strip())
+        start = m.start()
+        if topic := LEAD_TOPIC.match(x):  # "Contro la stitichezza l'acqua la bevo già": the topic stays asked
+            start, x = m.start("x") + topic.end(), x[topic.end() :]
         cut = _cut_end(text, m.end())
-        if _dislocated(m) and _is_x(x, "np") and _asks(text[: m.start()], text[cut:]):
-            out.append((m.start(), cut, x, " ".join((m.group("cue") + m.group("verb")).lower().split())))
+        if _dislocated(m) and _is_x(x, "np") and _asks(text[:start], text[cut:]):
+            out.append((start, cut, x, " ".join((m.group("cue") + m.group("verb")).lower().split())))
     for rx, ask in _INLINE_FRAMES_RE:
         for m in rx.finditer(text):
             x = m.group("x").strip()

@@ -57,7 +57,10 @@ _FRONT_VERB_EN = (
     r"can\s+skip|(?:don'?t|do\s+not)\s+need|(?:do|use|take|eat|drink|practi[cs]e|have)\s+already)(?:\s+already)?"
 )
 # Italian clitic left-dislocation: after X, "(non) (me/mi/ce/ci) lo|la|li|le|l'" and a verb (a few words)
-_CLITIC_IT = r"(?:(?P<neg>non)\s+)?(?:(?:me|mi|ce|ci|te|ve|se)\s+)?(?:lo|la|li|le)\s+|(?:(?P<neg2>non)\s+)?l'\s*"
+_CLITIC_IT = (
+    r"(?:(?P<neg>non)\s+)?(?:(?:me|mi|ce|ci|te|ve|se)\s+)?(?:glie(?:lo|la|li|le)|lo|la|li|le)\s+|"
+    r"(?:(?P<neg2>non)\s+)?(?:gliel'|l')\s*"
+)
 _KNOW_IT = r"(?:so|sappiamo|conosco|conosciamo|capisco|ho\s+capit[oaie]|tengo|teniamo|evito|evitiamo)"
 _DISLOCATED_VERB_IT = (
     r"(?:(?:ho|abbiamo|hanno|ha)\s+)?(?:già\s+|gia\s+)?\w+(?:\s+(?:già|gia|più|piu|mai|proprio|sotto\s+controllo|"
@@ -196,6 +199,11 @@ INLINE_FRAMES: list[tuple[str, str, bool]] = [
 
 # an AFTER frame closes its clause: punctuation, a dash, the end, or a conjunction opening the next clause
 CLAUSE_AFTER_END = r"(?=\s*(?:[,;:.?!()]|\s[-–—]\s|$|\s(?:and|but|so|ed?|ma|quindi)\s))"
+
+# a topic phrase before a dislocated X ("Contro la stitichezza l'acqua la bevo già"): it stays in the question
+LEAD_TOPIC = re.compile(
+    r"^(?:per|contro|con|for|with)\s+\w+(?:\s+\w+){0,3}?\s+(?=(?:il|lo|la|i|gli|le|l'|un|una)\b)", re.IGNORECASE
+)
 
 # one more short item after X (Italian "i" is an article here, "for now" closes the list): "lasciamo fuori la dieta
 # e i farmaci, …", "forget formula and dummies for now, …"
