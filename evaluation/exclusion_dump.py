@@ -1,5 +1,6 @@
 """Every question the detector can meet in our sets, with its decomposition: one line per question
-(``file<TAB>id<TAB>decomposition or -``), to diff two trees' routing. Prints ids and decompositions only.
+(``file<TAB>id<TAB>decomposition or -``), to diff two trees' routing. The decompositions quote the questions,
+shared data included: write the output outside the repository and report changes by id.
 
     python -m evaluation.exclusion_dump > routes.tsv
 
