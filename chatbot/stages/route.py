@@ -33,13 +33,18 @@ class Route:
     excluded: tuple[str, ...] = ()
     # every cue asks for alternatives ("apart from X"): a sentence listing X among them answers (aboutness)
     alternatives: bool = False
-    # the detector's NOT terms whatever the route ((): it found none); None: it did not run (router off, a pipeline
-    # named by the caller). Later stages read them here instead of running the detector again.
-    not_terms: tuple[str, ...] | None = field(default=None, compare=False)
+    # the exclusion detector ran on the question (False: router off, a pipeline named by the caller); when it ran,
+    # `excluded` is its whole answer (() : it found no NOT term) and later stages need not run it again
+    detector_ran: bool = field(default=False, compare=False)
+
+    @property
+    def not_terms(self) -> tuple[str, ...] | None:
+        """The detector's NOT terms whatever the route (() when it found none), None when it did not run."""
+        return self.excluded if self.detector_ran else None
 
     def trace(self) -> dict[str, Any]:
         out = {**asdict(self), "excluded": list(self.excluded)}
-        out.pop("not_terms")  # the trace keeps its shape: `excluded` already names a routed question's NOT terms
+        out.pop("detector_ran")  # the trace keeps its shape: `excluded` already names a routed question's NOT terms
         return out
 
     def mentions_excluded(self, text: str) -> bool:
@@ -109,7 +114,7 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
         return Route(default, "router off (retrieval.route_exclusions=false)")
     found = analyse(question)
     if found is None:
-        return Route(default, "no exclusion in the question", not_terms=())
+        return Route(default, "no exclusion in the question", detector_ran=True)
     return Route(
         EXCLUSION_PIPELINE,
         f"exclusion cue {found.cues[0]!r} ({found.language})",
@@ -117,5 +122,5 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
         found.positive,
         found.negatives,
         asks_for_alternatives(found.cues),
-        found.negatives,
+        detector_ran=True,
     )
