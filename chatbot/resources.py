@@ -63,6 +63,11 @@ def calibration_file() -> Path:
     return _package_dir("chatbot") / "logical" / "calibration.json"
 
 
+def synonyms_file() -> Path:
+    """The NOT-term synonym groups, English and Italian (``chatbot/logical/data/synonyms.tsv``)."""
+    return _package_dir("chatbot") / "logical" / "data" / "synonyms.tsv"
+
+
 def migrations_dir() -> Path:
     """Alembic's script location (env.py, script.py.mako, versions/)."""
     return _package_dir("chatbot") / "store" / "migrations"

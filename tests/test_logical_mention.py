@@ -10,7 +10,15 @@ import pytest
 
 from chatbot.index import Hit
 from chatbot.logical import exclusion
-from chatbot.logical.mention import Calibration, mention_scores, sentence_stems, stem, term_words
+from chatbot.logical.mention import (
+    SYNONYMS,
+    Calibration,
+    load_synonyms,
+    mention_scores,
+    sentence_stems,
+    stem,
+    term_words,
+)
 from chatbot.logical.query import parse
 from corpus.model import Segment
 
@@ -41,6 +49,43 @@ def test_synonyms_cross_languages() -> None:
     assert "chirurg" in surgery.stems[0] and "oper" in surgery.stems[0]
     passages = [sentence_stems("Si valuta la chirurgia solo in casi gravi."), sentence_stems("Riposo e impacchi.")]
     assert mention_scores(surgery, passages).score.tolist() == [1.0, 0.0]
+
+
+def test_the_synonym_groups_load_from_the_shipped_table_in_order() -> None:
+    assert len(SYNONYMS) == 85
+    assert SYNONYMS[0][:3] == ("surgery", "surgical", "operation")
+    assert (
+        "exercise",
+        "exercises",
+        "physical activity",
+        "esercizio",
+        "esercizi",
+        "attivita fisica",
+        "sport",
+    ) in SYNONYMS
+    assert SYNONYMS[22] == ("anaemia", "anemia", "anaemic", "anemica", "anemico")  # the cards' topic words start
+    assert SYNONYMS[-1] == ("screening", "screening")
+
+
+def test_the_topic_glossary_decomposes_italian_terms_as_before() -> None:
+    def stems(term: str) -> list[list[str]]:
+        return [sorted(g) for g in term_words(term, "nausea in gravidanza").stems]
+
+    assert stems("l'anemia") == [["anaemi", "anaemic", "anemi", "anemic"]]
+    assert stems("allattare al seno") == [["allatt", "allatta", "breastf", "nurs"], ["breast", "seno"]]
+    assert stems("il pesce e l'olio di fegato di merluzzo") == [
+        ["fish", "pesc"],
+        ["oil", "olio"],
+        ["fegat", "liver"],
+        ["cod", "merluzz"],
+    ]
+    assert stems("gravidanze") == []  # the question's own topic word is dropped
+
+
+def test_a_synonym_table_skips_comments_and_blank_lines(tmp_path) -> None:
+    table = tmp_path / "synonyms.tsv"
+    table.write_text("# a comment\n\nginger\tzenzero\nphysical activity\tsport\n", encoding="utf-8")
+    assert load_synonyms(table) == (("ginger", "zenzero"), ("physical activity", "sport"))
 
 
 @pytest.mark.parametrize("term", ["", "   "])

@@ -7,7 +7,8 @@ sentence is scored against the NOT term's words:
 - the term's content words (stopwords and filler such as "details", "aspects" dropped), each folded (case,
   accents) and reduced to a light stem (English and Italian plural/verb endings, then at most
   ``STEM_CHARS`` characters: "religious"/"religion", "kangaroos"/"kangaroo", "gravidanza"/"gravidanze");
-  a word also matches its synonyms in either language (``SYNONYMS``: "surgery" ~ "operation" ~ "chirurgia");
+  a word also matches its synonyms in either language (``SYNONYMS``, read from ``data/synonyms.tsv``:
+  "surgery" ~ "operation" ~ "chirurgia");
 - a sentence's score is the IDF-weighted share of the term's words it contains (BM25-style IDF over the
   candidates' sentences, so a word every candidate shares, the question's topic, weighs little);
 - a passage's score is the soft maximum over its sentences (``beta``: log-sum-exp / beta, so one strong
@@ -25,9 +26,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from chatbot.resources import synonyms_file
 from chatbot.sentences import split_sentences
 from chatbot.stages.text_match import fold
 
@@ -46,61 +49,18 @@ _STOP = frozenset(
     dettagli dettaglio aspetti aspetto informazioni riferimento riferimenti""".split()
 )
 
-# Synonym groups (folded words, either language). A term word matches every word of its group. Kept small
-# and medical: the certified cards' exclusions ("other than surgery", "oltre all'intervento").
-SYNONYMS: tuple[tuple[str, ...], ...] = (
-    ("surgery", "surgical", "operation", "operations", "operative", "chirurgia", "chirurgico", "chirurgica",
-     "intervento", "interventi", "operazione"),
-    ("medication", "medications", "medicine", "medicines", "drug", "drugs", "farmaco", "farmaci", "medicinale",
-     "medicinali"),
-    ("pregnancy", "pregnant", "gravidanza", "incinta", "gestazione"),
-    ("ginger", "zenzero"),
-    ("iron", "ferro"),
-    ("meat", "carne"),
-    ("red", "rossa", "rosso", "rosse", "rossi"),
-    ("exercise", "exercises", "physical activity", "esercizio", "esercizi", "attivita fisica", "sport"),
-    ("bone", "bones", "osso", "ossa", "osseo", "ossea"),
-    ("vaccine", "vaccines", "vaccination", "vaccino", "vaccini", "vaccinazione"),
-    ("antibiotic", "antibiotics", "antibiotico", "antibiotici"),
-    ("painkiller", "painkillers", "analgesic", "analgesics", "antidolorifico", "antidolorifici", "analgesico"),
-    ("paracetamol", "acetaminophen", "tachipirina"),
-    ("ibuprofen", "ibuprofene", "nsaid", "nsaids", "fans"),
-    ("breastfeeding", "breastfeed", "nursing", "allattamento", "allattare"),
-    ("fever", "febbre"),
-    ("diet", "food", "foods", "dieta", "alimentazione", "cibo", "cibi", "alimenti"),
-    ("sleep", "sonno", "dormire"),
-    ("smoking", "smoke", "cigarettes", "fumo", "fumare", "sigarette"),
-    ("alcohol", "alcol", "alcool"),
-    ("child", "children", "kids", "bambino", "bambini", "figli"),
-    ("heart", "cardiac", "cuore", "cardiaco", "cardiaca"),
-) + (
-    # The cards' topic words, English <-> Italian (session 14): an Italian NOT term must find the English card about
-    # it ("l'anemia" is the "Iron and anaemia" card). Only translations, so English-only text matches as before.
-    ("anaemia", "anemia", "anaemic", "anemica", "anemico"),
-    ("movements", "movement", "movimenti", "movimento"),
-    ("counting", "count", "contare", "contando"),
-    ("baby", "babies", "neonato", "neonata", "neonati", "bimbo", "bimba", "lattante"),
-    ("fish", "pesce", "pesci"), ("oil", "olio"), ("liver", "fegato"), ("cod", "merluzzo"),
-    ("breast", "seno"), ("latch", "attacco", "attaccare", "attaccarla", "attaccarlo", "attacca"),
-    ("nipple", "nipples", "capezzolo", "capezzoli"), ("mastitis", "mastite"), ("engorgement", "ingorgo"),
-    ("jaundice", "ittero"), ("miscarriage", "aborto", "spontaneo"), ("milk", "latte"), ("formula", "artificiale"),
-    ("ultrasound", "scan", "scans", "ecografia", "ecografie"), ("colic", "colica", "coliche"), ("crying", "pianto"),
-    ("position", "posizione"), ("pressure", "pressione"), ("high", "alta", "alto"), ("diabetes", "diabete"),
-    ("gestational", "gestazionale"), ("eclampsia", "preeclampsia"),
-    ("tiredness", "tired", "fatigue", "stanchezza", "stanca", "stanco"), ("vomiting", "vomito"),
-    ("sickness", "nausea", "nausee"), ("constipation", "stitichezza"),
-    ("heartburn", "indigestion", "bruciore", "reflusso", "acidita"), ("back", "schiena"), ("pain", "dolore", "mal"),
-    ("caffeine", "caffeina"), ("coffee", "caffe"), ("folic", "folico"), ("acid", "acido"),
-    ("vitamin", "vitamins", "vitamina", "vitamine"), ("iodine", "iodio"), ("calcium", "calcio"),
-    ("dairy", "latticini"), ("weight", "peso"), ("travel", "flying", "viaggio", "viaggiare", "volo", "aereo"),
-    ("labour", "labor", "travaglio", "parto"), ("bleeding", "sanguinamento", "perdite"),
-    ("contraception", "contraccezione", "contraccettivo", "contraccettivi"), ("pelvic", "pelvico", "pelvica"),
-    ("floor", "pavimento"), ("umbilical", "ombelicale"), ("cord", "cordone", "moncone", "stump"),
-    ("weaning", "svezzamento"), ("vegetarian", "vegetariana", "vegetariano"), ("vegan", "vegana", "vegano"),
-    ("hygiene", "igiene"), ("syndrome", "sindrome"), ("depression", "depressione"), ("vaping", "svapo"),
-    ("flu", "influenza"), ("whooping", "pertosse"), ("cough", "tosse"), ("emergency", "emergenza"),
-    ("number", "numero", "numeri"), ("screening", "screening"),
-)  # fmt: skip
+
+def load_synonyms(path: Path | None = None) -> tuple[tuple[str, ...], ...]:
+    """The synonym groups of ``path`` (default ``chatbot/logical/data/synonyms.tsv``): one group a line, its
+    folded words tab-separated, '#' comments and blank lines skipped, in the file's order."""
+    text = (path or synonyms_file()).read_text(encoding="utf-8")
+    groups = [tuple(line.split("\t")) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return tuple(groups)
+
+
+# Synonym groups (folded words, either language): the medical exclusions of the certified cards and the cards'
+# topic words English <-> Italian. A term word matches every word of its group.
+SYNONYMS: tuple[tuple[str, ...], ...] = load_synonyms()
 
 _WORD = re.compile(r"[a-z0-9]+")
 _EN_SUFFIXES = ("ational", "ization", "ations", "ation", "ities", "ness", "ment", "ies", "ing", "ed", "es", "s", "ly")
