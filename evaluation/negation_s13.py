@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.negation_features import RouteRun
+
 DEFAULT_CACHE = Path("/tmp/neg13/feat_train.pkl")
 STOP = set("the a an of and or in on to for its his her their about any details discussion discussions".split())
 STOP |= {"references", "reference", "mention", "mentions"}
@@ -40,61 +42,39 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 3] or [text]
 
 
+def _row(run: RouteRun) -> dict[str, Any]:
+    """One question's signals (the module docstring): the shared cosines, every term's cross-encoder score, the
+    "positive, NOT term" contrasts and every term's best e5 sentence cosine."""
+    cands, names = run.cands, run.names
+    sents = [_sentences(h.segment.text) for h in cands]
+    sv = np.asarray(run.services.embedder.embed_passages([s for ss in sents for s in ss]), dtype=np.float64)
+    sims, edges = sv @ run.tv[: len(names)].T, np.cumsum([0] + [len(s) for s in sents])
+    return {
+        "text": run.text,
+        "pos": run.pos,
+        "negs": run.negs,
+        "doc_ids": [h.segment.doc_id for h in cands],
+        "texts": [h.segment.text for h in cands],
+        **run.common(),
+        "ce": {t: run.ce(t) for t in names},
+        "ce_q": run.ce(run.text),
+        "ce_pair": {t: run.ce(f"{run.pos[0]}, {t}") for t in run.negs},
+        "sent_max": {
+            t: np.array([sims[edges[i] : edges[i + 1], j].max() for i in range(len(cands))])
+            for j, t in enumerate(names)
+        },
+        "ranked": run.ranked,
+        "relevant": run.relevant,
+    }
+
+
 def features(split: str, cache: Path) -> None:
     """Per-candidate signals of every question of ``split`` (see the module docstring) into ``cache``."""
-    from chatbot.index import Hit
-    from chatbot.logical.config import config_for
-    from chatbot.logical.detect import analyse
-    from chatbot.logical.pipeline import logical_retrieve
-    from chatbot.logical.positive_scores import positive_rerankers
-    from chatbot.logical.query import negative_terms, positive_terms, terms
-    from chatbot.logical.scoring import candidate_vectors, orthogonal_negations
-    from evaluation.harness import load_judged
-    from evaluation.logical_bench.common import SHARED, eval_services
+    from evaluation.negation_features import collect
 
     if split == "test":
         raise SystemExit("negation_s13 diagnoses the train split only (test rows' failures are not looked at)")
-    data = SHARED / "negconstraint"
-    judged = load_judged(data, split=split)
-    services = eval_services(data)
-    config = config_for(services.settings)
-    out: dict[str, dict[str, Any]] = {}
-    for qid, text in judged.queries.items():
-        result = logical_retrieve(text, services, config)
-        detection = analyse(text)
-        query = detection.query
-        names, pos, negs = terms(query), positive_terms(query), negative_terms(query)
-        cands = result.candidates
-        tv = np.asarray(services.embedder.embed_queries([*names, text]), dtype=np.float64)
-        cv = candidate_vectors(services, cands).astype(np.float64)
-        raw, orth = cv @ tv.T, cv @ orthogonal_negations(query, names, tv[: len(names)]).T
-        ce_model = positive_rerankers(services, text, detection.language, config)[0]
-        hits = [Hit(h.segment, 0.0, {}) for h in cands]
-        ce = {t: np.asarray(ce_model.score(t, hits), dtype=np.float64) for t in names}
-        pairs = {t: np.asarray(ce_model.score(f"{pos[0]}, {t}", hits), dtype=np.float64) for t in negs}
-        sents = [_sentences(h.segment.text) for h in cands]
-        sv = np.asarray(services.embedder.embed_passages([s for ss in sents for s in ss]), dtype=np.float64)
-        sims, edges = sv @ tv[: len(names)].T, np.cumsum([0] + [len(s) for s in sents])
-        out[qid] = {
-            "text": text,
-            "pos": pos,
-            "negs": negs,
-            "doc_ids": [h.segment.doc_id for h in cands],
-            "texts": [h.segment.text for h in cands],
-            "raw": {t: raw[:, j] for j, t in enumerate(names)},
-            "raw_q": raw[:, len(names)],
-            "orth": {t: orth[:, j] for j, t in enumerate(names)},
-            "ce": ce,
-            "ce_q": np.asarray(ce_model.score(text, hits), dtype=np.float64),
-            "ce_pair": pairs,
-            "sent_max": {
-                t: np.array([sims[edges[i] : edges[i + 1], j].max() for i in range(len(cands))])
-                for j, t in enumerate(names)
-            },
-            "ranked": [h.segment.doc_id for h in result.ranked],
-            "relevant": {d for d, s in judged.qrels[qid].items() if s >= 1},
-        }
-        print(qid, len(cands), flush=True)
+    out = collect(split, _row)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(pickle.dumps(out))
 

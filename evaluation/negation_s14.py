@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.negation_features import RouteRun
+
 DEFAULT_CACHE = Path("/tmp/neg14/feat_train.pkl")
 DEFAULT_CE_CACHE = Path("/tmp/neg14/ce_pooled_train.pkl")
 STOP = set(
@@ -54,51 +56,30 @@ def features(split: str, cache: Path) -> None:
 
 def collect(split: str) -> dict[str, dict[str, Any]]:
     """Per-candidate signals and vectors of every question of ``split`` (the module docstring), in memory."""
-    from chatbot.index import Hit
-    from chatbot.logical.config import config_for
-    from chatbot.logical.detect import analyse
-    from chatbot.logical.pipeline import logical_retrieve
-    from chatbot.logical.positive_scores import positive_rerankers
-    from chatbot.logical.query import negative_terms, positive_terms, terms
-    from chatbot.logical.scoring import candidate_vectors, orthogonal_negations
-    from evaluation.harness import load_judged
-    from evaluation.logical_bench.common import SHARED, eval_services
+    from evaluation.negation_features import collect as collect_runs
 
-    data = SHARED / "negconstraint"
-    judged = load_judged(data, split=split)
-    services = eval_services(data)
-    config = config_for(services.settings)
-    out: dict[str, dict[str, Any]] = {}
-    for qid, text in judged.queries.items():
-        result = logical_retrieve(text, services, config)
-        detection = analyse(text)
-        query = detection.query
-        names, pos, negs = terms(query), positive_terms(query), negative_terms(query)
-        cands = result.candidates
-        tv = np.asarray(services.embedder.embed_queries([*names, text]), dtype=np.float64)
-        cv = candidate_vectors(services, cands).astype(np.float64)
-        raw, orth = cv @ tv.T, cv @ orthogonal_negations(query, names, tv[: len(names)]).T
-        ce_model = positive_rerankers(services, text, detection.language, config)[0]
-        hits = [Hit(h.segment, 0.0, {}) for h in cands]
-        out[qid] = {
-            "text": text,
-            "pos": pos,
-            "negs": negs,
-            "seg_ids": [h.segment.id for h in cands],
-            "doc_ids": [h.segment.doc_id for h in cands],
-            "texts": [h.segment.text for h in cands],
-            "vecs": cv.astype(np.float32),
-            "term_vecs": tv.astype(np.float32),
-            "raw": {t: raw[:, j] for j, t in enumerate(names)},
-            "raw_q": raw[:, len(names)],
-            "orth": {t: orth[:, j] for j, t in enumerate(names)},
-            "ce": {t: np.asarray(ce_model.score(t, hits), dtype=np.float64) for t in pos},
-            "ce_q": np.asarray(ce_model.score(text, hits), dtype=np.float64),
-            "ranked": [h.segment.doc_id for h in result.ranked],
-            "relevant": {d for d, s in judged.qrels[qid].items() if s >= 1},
-        }
-        print(qid, len(cands), flush=True)
-    return out
+    return collect_runs(split, _row)
+
+
+def _row(run: RouteRun) -> dict[str, Any]:
+    """One question's signals: the shared cosines, the candidates' and terms' vectors, the positive terms' and the
+    question's cross-encoder scores."""
+    cands = run.cands
+    return {
+        "text": run.text,
+        "pos": run.pos,
+        "negs": run.negs,
+        "seg_ids": [h.segment.id for h in cands],
+        "doc_ids": [h.segment.doc_id for h in cands],
+        "texts": [h.segment.text for h in cands],
+        "vecs": run.cv.astype(np.float32),
+        "term_vecs": run.tv.astype(np.float32),
+        **run.common(),
+        "ce": {t: run.ce(t) for t in run.pos},
+        "ce_q": run.ce(run.text),
+        "ranked": run.ranked,
+        "relevant": run.relevant,
+    }
 
 
 def _z(x: np.ndarray) -> np.ndarray:
