@@ -197,10 +197,10 @@ def test_unknown_pipeline_is_an_error(services):
 
 
 def test_missing_shipped_cross_encoder_falls_back_to_fusion_and_the_trace_says_so(tmp_path, fake_embedder, monkeypatch):
-    import chatbot.pipeline
+    import chatbot.services
 
     missing = tmp_path / "no-model"
-    monkeypatch.setattr(chatbot.pipeline, "SHIPPED_RERANKER", missing)
+    monkeypatch.setattr(chatbot.services, "SHIPPED_RERANKER", missing)
     settings = Settings(
         paths={"data_dir": tmp_path / "data"},
         index={"collection": "answer-fallback"},

@@ -167,9 +167,9 @@ def test_a_question_the_ce_cannot_read_keeps_the_embedding_scores(tmp_path, fake
 
 
 def test_no_shipped_model_falls_back_with_a_note(tmp_path, fake_embedder, monkeypatch):
-    import chatbot.pipeline
+    import chatbot.services
 
-    monkeypatch.setattr(chatbot.pipeline, "SHIPPED_RERANKER", tmp_path / "missing-model")
+    monkeypatch.setattr(chatbot.services, "SHIPPED_RERANKER", tmp_path / "missing-model")
     services = make_services(tmp_path, fake_embedder, term_scorer="cross-encoder")
     services.__dict__["reranker"] = None  # as with rerank.kind=cross-encoder and no model (fusion stand-in)
 
