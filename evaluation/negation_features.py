@@ -39,14 +39,23 @@ class RouteRun:
         """The positive reranker's score of every candidate for ``text``."""
         return np.asarray(self.ce_model.score(text, self.hits), dtype=np.float64)
 
-    def common(self) -> dict[str, Any]:
-        """The per-term cosines both studies keep."""
-        n = len(self.names)
-        return {
+    def row(self, signals: dict[str, Any], seg_ids: bool = False, vectors: bool = False) -> dict[str, Any]:
+        """The question's pickled row: its terms, the candidates' documents and texts (``seg_ids``: their segment
+        ids too; ``vectors``: the candidates' and terms' float32 vectors), the per-term cosines, a study's own
+        ``signals``, the route's order and the relevant documents."""
+        cands, n = self.cands, len(self.names)
+        out: dict[str, Any] = {"text": self.text, "pos": self.pos, "negs": self.negs}
+        if seg_ids:
+            out["seg_ids"] = [h.segment.id for h in cands]
+        out |= {"doc_ids": [h.segment.doc_id for h in cands], "texts": [h.segment.text for h in cands]}
+        if vectors:
+            out |= {"vecs": self.cv.astype(np.float32), "term_vecs": self.tv.astype(np.float32)}
+        out |= {
             "raw": {t: self.raw[:, j] for j, t in enumerate(self.names)},
             "raw_q": self.raw[:, n],
             "orth": {t: self.orth[:, j] for j, t in enumerate(self.names)},
         }
+        return {**out, **signals, "ranked": self.ranked, "relevant": self.relevant}
 
 
 def collect(split: str, build: Callable[[RouteRun], dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -74,22 +83,14 @@ def collect(split: str, build: Callable[[RouteRun], dict[str, Any]]) -> dict[str
         cands = result.candidates
         tv = np.asarray(services.embedder.embed_queries([*names, text]), dtype=np.float64)
         cv = candidate_vectors(services, cands).astype(np.float64)
+        hits = [Hit(h.segment, 0.0, {}) for h in cands]
+        raw, orth = cv @ tv.T, cv @ orthogonal_negations(query, names, tv[: len(names)]).T
+        ce_model = positive_rerankers(services, text, detection.language, config)[0]
+        ranked = [h.segment.doc_id for h in result.ranked]
+        relevant = {d for d, s in judged.qrels[qid].items() if s >= 1}
+        # the fields in their declared order (the locals carry the fields' names)
         run = RouteRun(
-            qid=qid,
-            text=text,
-            services=services,
-            names=names,
-            pos=pos,
-            negs=negs,
-            cands=cands,
-            hits=[Hit(h.segment, 0.0, {}) for h in cands],
-            tv=tv,
-            cv=cv,
-            raw=cv @ tv.T,
-            orth=cv @ orthogonal_negations(query, names, tv[: len(names)]).T,
-            ce_model=positive_rerankers(services, text, detection.language, config)[0],
-            ranked=[h.segment.doc_id for h in result.ranked],
-            relevant={d for d, s in judged.qrels[qid].items() if s >= 1},
+            qid, text, services, names, pos, negs, cands, hits, tv, cv, raw, orth, ce_model, ranked, relevant
         )
         out[qid] = build(run)
         print(qid, len(cands), flush=True)

@@ -49,23 +49,17 @@ def _row(run: RouteRun) -> dict[str, Any]:
     sents = [_sentences(h.segment.text) for h in cands]
     sv = np.asarray(run.services.embedder.embed_passages([s for ss in sents for s in ss]), dtype=np.float64)
     sims, edges = sv @ run.tv[: len(names)].T, np.cumsum([0] + [len(s) for s in sents])
-    return {
-        "text": run.text,
-        "pos": run.pos,
-        "negs": run.negs,
-        "doc_ids": [h.segment.doc_id for h in cands],
-        "texts": [h.segment.text for h in cands],
-        **run.common(),
-        "ce": {t: run.ce(t) for t in names},
-        "ce_q": run.ce(run.text),
-        "ce_pair": {t: run.ce(f"{run.pos[0]}, {t}") for t in run.negs},
-        "sent_max": {
-            t: np.array([sims[edges[i] : edges[i + 1], j].max() for i in range(len(cands))])
-            for j, t in enumerate(names)
-        },
-        "ranked": run.ranked,
-        "relevant": run.relevant,
-    }
+    return run.row(
+        {
+            "ce": {t: run.ce(t) for t in names},
+            "ce_q": run.ce(run.text),
+            "ce_pair": {t: run.ce(f"{run.pos[0]}, {t}") for t in run.negs},
+            "sent_max": {
+                t: np.array([sims[edges[i] : edges[i + 1], j].max() for i in range(len(cands))])
+                for j, t in enumerate(names)
+            },
+        }
+    )
 
 
 def features(split: str, cache: Path) -> None:

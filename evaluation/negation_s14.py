@@ -64,22 +64,8 @@ def collect(split: str) -> dict[str, dict[str, Any]]:
 def _row(run: RouteRun) -> dict[str, Any]:
     """One question's signals: the shared cosines, the candidates' and terms' vectors, the positive terms' and the
     question's cross-encoder scores."""
-    cands = run.cands
-    return {
-        "text": run.text,
-        "pos": run.pos,
-        "negs": run.negs,
-        "seg_ids": [h.segment.id for h in cands],
-        "doc_ids": [h.segment.doc_id for h in cands],
-        "texts": [h.segment.text for h in cands],
-        "vecs": run.cv.astype(np.float32),
-        "term_vecs": run.tv.astype(np.float32),
-        **run.common(),
-        "ce": {t: run.ce(t) for t in run.pos},
-        "ce_q": run.ce(run.text),
-        "ranked": run.ranked,
-        "relevant": run.relevant,
-    }
+    signals = {"ce": {t: run.ce(t) for t in run.pos}, "ce_q": run.ce(run.text)}
+    return run.row(signals, seg_ids=True, vectors=True)
 
 
 def _z(x: np.ndarray) -> np.ndarray:

@@ -70,7 +70,21 @@ def test_collect_hands_each_question_s_route_to_the_builder(stand_ins, capsys) -
     assert run.ranked == ["d1", "d0"] and run.relevant == {"d0"}
     assert run.raw.shape == (2, 3) and run.orth.shape == (2, 2)
     assert run.ce("vitamin D.").tolist() == [0.2, 0.2]  # both segments name "vitamin" and "D."
-    assert set(run.common()) == {"raw", "raw_q", "orth"}
+    row = run.row({"mine": 1})
+    assert list(row) == [
+        "text",
+        "pos",
+        "negs",
+        "doc_ids",
+        "texts",
+        "raw",
+        "raw_q",
+        "orth",
+        "mine",
+        "ranked",
+        "relevant",
+    ]
+    assert row["doc_ids"] == ["d0", "d1"] and row["texts"] == list(TEXTS)
 
 
 def test_both_studies_keep_their_own_rows(stand_ins) -> None:
