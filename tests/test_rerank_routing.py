@@ -157,7 +157,7 @@ def test_a_language_model_reranks_its_language_alone_with_its_own_fusion_constan
 
 
 def test_a_language_model_is_loaded_from_models_by_name(tmp_path, monkeypatch):
-    from chatbot import pipeline
+    import chatbot.services as built
 
     made: list[tuple] = []
 
@@ -165,13 +165,13 @@ def test_a_language_model_is_loaded_from_models_by_name(tmp_path, monkeypatch):
         made.append((path, kwargs["max_length"]))
         return FakeCrossEncoder({})
 
-    monkeypatch.setattr(pipeline, "CrossEncoderReranker", fake)
+    monkeypatch.setattr(built, "CrossEncoderReranker", fake)
     services, _, _ = _services(tmp_path, language_models={"it": "reranker-e5"}, language_max_length=96)
 
     model = services.language_cross_encoder("it")
     assert services.language_cross_encoder("it") is model  # loaded once
     assert services.language_cross_encoder("en") is None
-    assert made == [(pipeline.SHIPPED_RERANKER.parent / "reranker-e5", 96)]
+    assert made == [(built.SHIPPED_RERANKER.parent / "reranker-e5", 96)]
     assert model.rrf_k == 60
 
 
@@ -300,9 +300,9 @@ def test_language_passages_other_routes_the_languages_model_to_its_other_languag
 
 
 def test_language_passages_other_is_loaded_apart_from_the_same_model_for_all_passages(tmp_path, monkeypatch):
-    from chatbot import pipeline
+    import chatbot.services as built
 
-    monkeypatch.setattr(pipeline, "CrossEncoderReranker", lambda path, **kwargs: FakeCrossEncoder({}))
+    monkeypatch.setattr(built, "CrossEncoderReranker", lambda path, **kwargs: FakeCrossEncoder({}))
     services, _, _ = _services(
         tmp_path, language_models={"it": "reranker-e5", "en": "reranker-e5"}, language_passages={"it": "other"}
     )
