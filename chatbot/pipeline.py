@@ -85,7 +85,8 @@ def rerank_stage(
 ) -> list[Hit]:
     """Rerank the candidates against ``query`` (default: the question) with ``services.reranker_for(question)``
     (a cross-encoder: the first rerank.candidates of them, fused with the first stage's order when
-    rerank.rrf_k > 0); returns the full list, one hit per document. The reranker is chosen by the patient's
+    rerank.rrf_k > 0), then cards of a life stage the question contradicts below the others
+    (retrieval.stage_order); returns the full list, one hit per document. The reranker is chosen by the patient's
     question, as the answer trace reports it, even when the query adds an English HyDoc."""
     from chatbot.stages.rerank import rerank_other_language as rerank_other
 
@@ -98,8 +99,14 @@ def rerank_stage(
     text = question if query is None else query
     own = getattr(reranker, "own_language", None)  # rerank.language_passages="other": its passages keep their order
     if own is not None:
-        return timed(timings, "rerank", lambda: rerank_other(text, candidates, reranker, own, None, limit, rrf_k))
-    return timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k, weight))
+        ranked = timed(timings, "rerank", lambda: rerank_other(text, candidates, reranker, own, None, limit, rrf_k))
+    else:
+        ranked = timed(timings, "rerank", lambda: rerank(text, candidates, reranker, None, limit, rrf_k, weight))
+    if services.settings.retrieval.stage_order:
+        from chatbot.stages.life_stage import stage_order
+
+        ranked, _ = stage_order(question, ranked)
+    return ranked
 
 
 def _first_stage_only(stage: str, question: str, services: Services) -> RetrievalResult:

@@ -197,6 +197,12 @@ class RetrievalSettings(_Group):
         "every other question to `pipeline` (chatbot.stages.route); a pipeline named by the caller is kept. "
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
+    stage_order: bool = Field(
+        default=True,
+        description="After the rerank, cards whose life stage (front matter `stage`) contradicts the stage the "
+        "question names ('my 6 week old', 'sono incinta') go below the others; no effect on a question without a "
+        "stage cue or on cards without stages (chatbot/stages/life_stage.py, evaluation/results/stage-s15.md).",
+    )
     cross_language_offset: dict[str, float] = Field(
         default={},
         description="{question language: delta} added to other-language passages' cosine; the gate reads the raw "

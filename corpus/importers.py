@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from corpus.model import Document
+from corpus.model import STAGES, Document
 
 
 class CorpusError(ValueError):
@@ -73,7 +73,21 @@ def _document(record: dict, default_id: str | None = None) -> Document:
         certified_on=str(record.get("certified_on") or ""),
         version=str(record.get("version") or ""),
         demo=bool(record.get("demo", False)),
+        stage=_stages(doc_id, record.get("stage")),
     )
+
+
+def _stages(doc_id: str, value: object) -> tuple[str, ...]:
+    """``stage: baby`` or ``stage: [trying, pregnancy]`` → the stages in STAGES order; CorpusError on others."""
+    if value is None or value == "" or value == []:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise CorpusError(f"document {doc_id!r}: stage must be a name or a list of names, not {value!r}")
+    unknown = [v for v in items if v.strip() not in STAGES]
+    if unknown:
+        raise CorpusError(f"document {doc_id!r}: unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
+    return tuple(s for s in STAGES if s in {v.strip() for v in items})
 
 
 def read_beir_corpus(path: Path, strict: bool = False, default_url: str | None = None) -> ImportResult:

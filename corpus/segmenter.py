@@ -74,6 +74,7 @@ def segment_document(doc: Document, max_chars: int = 900, min_chars: int = 120) 
                 version=doc.version,
                 demo=doc.demo,
                 doc_hash=doc_hash,
+                stage=",".join(doc.stage),
             )
         )
     return segments
