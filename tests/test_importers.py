@@ -284,3 +284,55 @@ def test_unsupported_path_is_an_error(tmp_path):
 
     with pytest.raises(CorpusError, match=r"notes\.txt: not a folder, \.md or \.jsonl file"):
         read_corpus([path])
+
+
+# -- life stage (front matter `stage`) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("stage: baby", ("baby",)),
+        ("stage: [pregnancy, trying]", ("trying", "pregnancy")),  # kept in corpus.model.STAGES order
+        ("stage: [postnatal, baby, postnatal]", ("postnatal", "baby")),
+        ("", ()),
+    ],
+)
+def test_markdown_stage_is_read_in_stages_order(tmp_path, line, expected):
+    doc = read_markdown_file(write(tmp_path / "c.md", md("c", extra=line)))
+    assert doc.stage == expected
+
+
+def test_markdown_unknown_stage_names_the_choices(tmp_path):
+    path = write(tmp_path / "c.md", md("c", extra="stage: [baby, toddler]"))
+    with pytest.raises(CorpusError, match=r"document 'c': unknown stage 'toddler'; choose from trying, pregnancy, "):
+        read_markdown_file(path)
+
+
+def test_markdown_stage_that_is_not_a_name_is_refused(tmp_path):
+    path = write(tmp_path / "c.md", md("c", extra="stage: {baby: 1}"))
+    with pytest.raises(CorpusError, match=r"stage must be a name or a list of names, not \{'baby': 1\}"):
+        read_markdown_file(path)
+
+
+def test_stage_reaches_segments_and_keeps_unstaged_hashes():
+    from corpus.segmenter import segment_document
+
+    plain = Document(id="d", title="T", source_url="https://example.org/d", text="A short card text here.")
+    staged = Document(**{**plain.__dict__, "stage": ("postnatal", "baby")})
+    assert plain.content_hash() == "f73d7eca11623f1a"  # the hash every document had before `stage` existed
+    assert staged.content_hash() != plain.content_hash()
+    assert [s.stage for s in segment_document(staged)] == ["postnatal,baby"]
+    assert [s.stage for s in segment_document(plain)] == [""]
+
+
+def test_every_demo_card_names_its_stage():
+    from chatbot.resources import demo_cards
+
+    docs = read_corpus([demo_cards()], strict=True).documents
+    assert len(docs) == 70
+    assert [d.id for d in docs if not d.stage] == []
+    stages = {d.id: d.stage for d in docs}
+    assert stages["en-preg-baby-movements"] == ("pregnancy",)
+    assert stages["en-baby-fever-in-babies"] == ("baby",)
+    assert stages["en-preg-folic-acid"] == ("trying", "pregnancy")

@@ -33,7 +33,8 @@ STAGE_CUES: dict[str, tuple[str, ...]] = {
         r"\bprima del concepimento\b",
     ),
     "postnatal": (
-        r"\bsince (?:giving birth|the birth|(?:i )?had (?:the|my) baby|my (?:baby|son|daughter) was born|my c-?section)\b",
+        r"\bsince (?:giving birth|the birth|(?:i )?had (?:the|my) baby|my c-?section)\b",
+        r"\bsince my (?:baby|son|daughter) was born\b",
         r"\bafter (?:giving birth|the birth|birth|(?:i )?had (?:the|my) baby|my c-?section)\b",
         r"\bpost[- ]?partum\b",
         r"\bafter (?:my |the )?pregnancy\b",
