@@ -65,11 +65,25 @@ def answer_trace(result: RetrievalResult, pipeline: str, services: Services, tot
         ],
         "timings_ms": {**{k: round(v, 1) for k, v in result.timings_ms.items()}, "total": round(total_ms, 1)},
     }
+    stage = life_stage_trace(result)
+    if stage:
+        trace["life_stage"] = stage
     # What the pipeline itself reports (question type, HyDoc, fallback, model...): copied in; a key that
     # collides with the fields above keeps the pipeline's value under "pipeline_<key>".
     for key, value in result.info.items():
         trace[key if key not in trace else f"pipeline_{key}"] = value
     return trace
+
+
+def life_stage_trace(result: RetrievalResult) -> dict[str, Any] | None:
+    """The stages the question names and the documents retrieval.stage_order moved down (chatbot/stages/
+    life_stage.py); None when the question names none or nothing was reordered by stage."""
+    from chatbot.stages.life_stage import question_stages
+
+    demoted = [h.segment.doc_id for h in result.ranked if h.detail.get("stage_demoted")]
+    if not demoted:
+        return None
+    return {"question": sorted(question_stages(result.question)), "demoted": demoted}
 
 
 def _reranker_details(question: str, pipeline: str, services: Services) -> dict[str, Any]:

@@ -105,3 +105,17 @@ def test_cards_without_stages_move_nothing():
     ranked, asked = stage_order("my newborn has yellow skin", hits)
     assert asked == frozenset({"baby"})
     assert ranked == hits
+
+
+def test_the_answer_trace_names_the_question_stage_and_the_moved_cards():
+    from chatbot.answer_object import life_stage_trace
+    from chatbot.pipeline import RetrievalResult
+
+    question = "my newborn has yellow eyes"
+    ranked, _ = stage_order(question, [card("kicks", "pregnancy", 0.9), card("jaundice", "baby", 0.8)])
+    assert life_stage_trace(RetrievalResult(question, [], ranked, ranked)) == {
+        "question": ["baby"],
+        "demoted": ["kicks"],
+    }
+    unmoved = [card("jaundice", "baby", 0.8)]
+    assert life_stage_trace(RetrievalResult(question, [], unmoved, unmoved)) is None

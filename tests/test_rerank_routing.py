@@ -319,3 +319,30 @@ def test_answer_trace_names_the_first_stage_weight_only_when_it_is_not_one(tmp_p
 
     assert _reranker_details(question, "dense+rerank", plain)["reranker_fusion"] == "rrf k=60"
     assert _reranker_details(question, "dense+rerank", weighted)["reranker_fusion"] == "rrf k=5 first_weight=2"
+
+
+def _staged_hits(stages: dict[str, str]) -> list[Hit]:
+    hits = _hits()
+    return [Hit(Segment(**{**h.segment.__dict__, "stage": stages[h.segment.doc_id]}), h.score, h.detail) for h in hits]
+
+
+@pytest.mark.parametrize(("stage_order", "expected"), [(True, ["a", "c", "b"]), (False, ["b", "a", "c"])])
+def test_rerank_stage_moves_a_pregnancy_card_below_baby_cards_for_a_baby_question(tmp_path, stage_order, expected):
+    services, _, _ = _services(tmp_path, candidates=2, rrf_k=0)
+    services.settings.retrieval.stage_order = stage_order
+    hits = _staged_hits({"a": "baby", "b": "pregnancy", "c": "postnatal,baby"})
+
+    ranked = rerank_stage("my 5 week old has a rash on her cheeks", hits, services, {})
+
+    # the cross-encoder says b, a, c; b is for pregnancy only and the question is about a born baby
+    assert [h.segment.doc_id for h in ranked] == expected
+    assert [h.detail.get("stage_demoted") for h in ranked] == ([None, None, 1.0] if stage_order else [None] * 3)
+
+
+def test_rerank_stage_keeps_the_order_for_a_question_without_a_stage(tmp_path):
+    services, _, _ = _services(tmp_path, candidates=2, rrf_k=0)
+    hits = _staged_hits({"a": "baby", "b": "pregnancy", "c": "postnatal,baby"})
+
+    ranked = rerank_stage("what does a rash on the cheeks mean?", hits, services, {})
+
+    assert [h.segment.doc_id for h in ranked] == ["b", "a", "c"]

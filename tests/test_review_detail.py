@@ -85,3 +85,22 @@ def test_the_urgent_route_names_its_cards_and_what_was_under_the_message():
         "answer under the message: no_certified_info (0 answer link(s) after the card(s))"
     ) in md
     assert "Urgent route" not in detail_markdown(_turn({"pipeline": "dense"}))
+
+
+def test_life_stage_line_names_the_question_stage_and_the_cards_moved_down():
+    md = detail_markdown(
+        _turn({"pipeline": "dense+rerank", "life_stage": {"question": ["baby"], "demoted": ["kicks"]}})
+    )
+    assert "**Life stage:** the question names baby; cards moved down: `kicks`" in md
+
+
+def test_no_life_stage_line_when_nothing_moved():
+    assert "Life stage" not in detail_markdown(_turn({"pipeline": "dense+rerank"}))
+
+
+def test_stage_label_shows_who_the_card_is_for():
+    from ui.review import stage_label
+
+    assert stage_label({"stage": "trying,pregnancy"}) == " [trying, pregnancy]"
+    assert stage_label({"stage": ""}) == ""
+    assert stage_label({}) == ""

@@ -35,8 +35,16 @@ def segments_by_id(services: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
             "text": doc or "",
             "demo": bool(meta.get("demo")),
             "language": meta.get("language"),
+            "stage": meta.get("stage") or "",
         }
     return out
+
+
+def stage_label(segment: dict[str, Any]) -> str:
+    """Who the card is for (its front matter ``stage``) as a title suffix: ' [baby]', ' [trying, pregnancy]';
+    '' when it does not say."""
+    stage = segment.get("stage") or ""
+    return f" [{stage.replace(',', ', ')}]" if stage else ""
 
 
 def queue_choices(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
@@ -95,6 +103,10 @@ def detail_markdown(turn: dict[str, Any]) -> str:
         f"**Reply:**\n\n> {turn['reply'].replace(chr(10), chr(10) + '> ')}",
         f"**Links:**\n{links}",
     ]
+    stage = trace.get("life_stage")
+    if stage:
+        moved = ", ".join(f"`{d}`" for d in stage.get("demoted", [])) or "none"
+        lines.append(f"**Life stage:** the question names {', '.join(stage['question'])}; cards moved down: {moved}")
     taken = answer_taken(trace)
     if taken:
         lines.insert(4, taken)
@@ -194,7 +206,8 @@ def score_table(items: list[dict[str, Any]], segments: dict[str, dict[str, Any]]
     for rank, item in enumerate(items, 1):
         seg = segments.get(item.get("segment_id"), {})
         scores = {k: v for k, v in item.items() if k not in ("segment_id", "doc_id") and isinstance(v, int | float)}
-        rows.append([rank, seg.get("title", item.get("doc_id", "")), json.dumps(scores), item.get("segment_id")])
+        title = seg.get("title", item.get("doc_id", "")) + stage_label(seg)
+        rows.append([rank, title, json.dumps(scores), item.get("segment_id")])
     return rows
 
 
@@ -282,7 +295,8 @@ def build_review_app(state: Any):
                 link_updates.append(empty_link)
         picks = [
             (
-                f"{rank}. {segs.get(c['segment_id'], {}).get('title', c.get('doc_id'))} — "
+                f"{rank}. {segs.get(c['segment_id'], {}).get('title', c.get('doc_id'))}"
+                f"{stage_label(segs.get(c['segment_id'], {}))} — "
                 f"{segs.get(c['segment_id'], {}).get('text', '')[:140]}",
                 c["segment_id"],
             )
