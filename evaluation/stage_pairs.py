@@ -1,0 +1,95 @@
+"""Reply sets with and without retrieval.stage_order, question by question, and a sign test.
+
+    python -m evaluation.stage_pairs --data evaluation/replies/replyset.jsonl [--data ...] --out DIR
+
+Only a question whose words name a life stage can be answered differently (``life_stage.question_stages``
+empty: ``stage_order`` returns the hits as they were), and only when the order moved a card (the answer trace's
+``life_stage``): every other question's reply is the same with the setting off, so it is answered once and
+counted as unchanged. Writes ``DIR/stage-pairs.json`` (rows of both arms) and prints the per-set table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from chatbot.stages.life_stage import question_stages
+from evaluation.bench_replies import load_reply_set, score_item
+from evaluation.harness import apply_overrides, services_over_cards
+
+
+def sign_test(better: int, worse: int) -> float:
+    """Exact two-sided sign test p-value (ties dropped)."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(better, worse) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from chatbot.answer import answer
+    from chatbot.settings import load_settings
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, action="append", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    settings = load_settings()
+    on = services_over_cards(apply_overrides(settings.model_copy(deep=True), ["retrieval.stage_order=true"]))
+    off = services_over_cards(apply_overrides(settings.model_copy(deep=True), ["retrieval.stage_order=false"]))
+    rows: list[dict[str, Any]] = []
+    for path in args.data:
+        items = load_reply_set(path)
+        for k, item in enumerate(items, 1):
+            cued = sorted(question_stages(item.question))
+            row: dict[str, Any] = {"set": path.stem, "id": item.id, "language": item.language, "stages": cued}
+            if not cued:
+                row["moved"] = False
+                rows.append(row)
+                continue
+            ans = answer(item.question, on)
+            row["on"] = score_item(item, ans)
+            row["moved"] = bool((ans.get("trace") or {}).get("life_stage"))
+            row["demoted"] = ((ans.get("trace") or {}).get("life_stage") or {}).get("demoted", [])
+            row["off"] = score_item(item, answer(item.question, off)) if row["moved"] else row["on"]
+            rows.append(row)
+            print(f"  [{k}/{len(items)}] {item.id} {cued} moved={row['moved']}", file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "stage-pairs.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(table(rows))
+    return 0
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Per set and language: questions, cued, moved, recall and first-link changes (better/worse), sign tests."""
+    out = [
+        "| set | lang | n | cued | moved | recall better / worse | Δ recall (sum) | first link better / worse |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["set"], r["language"]), []).append(r)
+        groups.setdefault(("all", r["language"]), []).append(r)
+        groups.setdefault(("all", "all"), []).append(r)
+    for (name, lang), rs in groups.items():
+        moved = [r for r in rs if r["moved"]]
+        rb = sum(r["on"]["recall"] > r["off"]["recall"] for r in moved)
+        rw = sum(r["on"]["recall"] < r["off"]["recall"] for r in moved)
+        delta = sum(r["on"]["recall"] - r["off"]["recall"] for r in moved)
+        lb = sum(r["on"]["first_link_ok"] and not r["off"]["first_link_ok"] for r in moved)
+        lw = sum(r["off"]["first_link_ok"] and not r["on"]["first_link_ok"] for r in moved)
+        cued = sum(bool(r["stages"]) for r in rs)
+        out.append(
+            f"| {name} | {lang} | {len(rs)} | {cued} | {len(moved)} | {rb} / {rw} (p={sign_test(rb, rw):.3g}) | "
+            f"{delta:+.2f} | {lb} / {lw} (p={sign_test(lb, lw):.3g}) |"
+        )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
