@@ -80,10 +80,14 @@ def life_stage_trace(result: RetrievalResult) -> dict[str, Any] | None:
     life_stage.py); None when the question names none or nothing was reordered by stage."""
     from chatbot.stages.life_stage import question_stages
 
-    demoted = [h.segment.doc_id for h in result.ranked if h.detail.get("stage_demoted")]
-    if not demoted:
+    moved = [h for h in result.ranked if h.detail.get("stage_demoted")]
+    if not moved:
         return None
-    return {"question": sorted(question_stages(result.question)), "demoted": demoted}
+    return {
+        "question": sorted(question_stages(result.question)),
+        "demoted": [h.segment.doc_id for h in moved],
+        "from_ranks": [int(h.detail["stage_demoted"]) for h in moved],
+    }
 
 
 def _reranker_details(question: str, pipeline: str, services: Services) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def test_baby_question_puts_the_pregnancy_card_below_every_other():
     assert asked == frozenset({"baby"})
     assert [h.segment.doc_id for h in ranked] == ["general", "fever", "kicks"]
     assert [h.score for h in ranked] == [0.8, 0.7, 0.9]  # scores kept
-    assert ranked[2].detail == {"cross-encoder": 0.9, "stage_demoted": 1.0}
+    assert ranked[2].detail == {"cross-encoder": 0.9, "stage_demoted": 1.0}  # its rank before
     assert hits[0].detail == {"cross-encoder": 0.9}  # the caller's hit is not changed
 
 
@@ -88,6 +88,7 @@ def test_pregnancy_question_keeps_staged_order_among_compatible_cards():
     ]
     ranked, _ = stage_order("8 weeks pregnant and spotting, is that ok?", hits)
     assert [h.segment.doc_id for h in ranked] == ["bleeding", "labour", "recovery", "cot"]
+    assert [h.detail.get("stage_demoted") for h in ranked] == [None, None, 1.0, 3.0]
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,7 @@ def test_the_answer_trace_names_the_question_stage_and_the_moved_cards():
     assert life_stage_trace(RetrievalResult(question, [], ranked, ranked)) == {
         "question": ["baby"],
         "demoted": ["kicks"],
+        "from_ranks": [1],
     }
     unmoved = [card("jaundice", "baby", 0.8)]
     assert life_stage_trace(RetrievalResult(question, [], unmoved, unmoved)) is None

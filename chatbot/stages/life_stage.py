@@ -53,14 +53,14 @@ def contradicts(card_stages: frozenset[str], asked: frozenset[str]) -> bool:
 
 def stage_order(question: str, hits: list[Hit]) -> tuple[list[Hit], frozenset[str]]:
     """(hits with the cards that contradict the question's stages moved below the others, the question's
-    stages). A moved hit keeps its score; its ``detail`` gains ``stage_demoted`` = 1.0 for the trace."""
+    stages). A moved hit keeps its score; its ``detail`` gains ``stage_demoted``: its rank before (1 = first)."""
     asked = question_stages(question)
     if not asked:
         return hits, asked
     keep, moved = [], []
-    for hit in hits:
+    for rank, hit in enumerate(hits, 1):
         if contradicts(stage_set(hit.segment.stage), asked):
-            moved.append(replace(hit, detail={**hit.detail, "stage_demoted": 1.0}))
+            moved.append(replace(hit, detail={**hit.detail, "stage_demoted": float(rank)}))
         else:
             keep.append(hit)
     return keep + moved, asked
