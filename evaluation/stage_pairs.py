@@ -1,11 +1,13 @@
 """Reply sets with and without retrieval.stage_order, question by question, and a sign test.
 
     python -m evaluation.stage_pairs --data evaluation/replies/replyset.jsonl [--data ...] --out DIR
+    python -m evaluation.stage_pairs --table DIR/stage-pairs.jsonl      # the table of rows already written
 
 Only a question whose words name a life stage can be answered differently (``life_stage.question_stages``
 empty: ``stage_order`` returns the hits as they were), and only when the order moved a card (the answer trace's
 ``life_stage``): every other question's reply is the same with the setting off, so it is answered once and
-counted as unchanged. Writes ``DIR/stage-pairs.json`` (rows of both arms) and prints the per-set table.
+counted as unchanged. Writes ``DIR/stage-pairs.jsonl`` (a row per question as it is answered, both arms) and
+prints the per-set table.
 """
 
 from __future__ import annotations
@@ -38,10 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     from chatbot.settings import load_settings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, action="append", required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--check", type=int, default=30, help="questions moved past TOP_MOVED answered again")
+    parser.add_argument("--data", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--table", type=Path, help="print the table of a stage-pairs.jsonl and stop")
+    parser.add_argument("--check", type=int, default=15, help="questions moved past TOP_MOVED answered again")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table([json.loads(line) for line in args.table.read_text(encoding="utf-8").splitlines()]))
+        return 0
+    if not args.data or args.out is None:
+        parser.error("--data and --out are needed")
+    args.out.mkdir(parents=True, exist_ok=True)
+    sink = (args.out / "stage-pairs.jsonl").open("w", encoding="utf-8")
     checked = 0
     settings = load_settings()
     on = services_over_cards(apply_overrides(settings.model_copy(deep=True), ["retrieval.stage_order=true"]))
@@ -55,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             if not cued:
                 row["moved"] = False
                 rows.append(row)
+                sink.write(json.dumps(row) + "\n")
                 continue
             ans = answer(item.question, on)
             row["on"] = score_item(item, ans)
@@ -69,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             row["checked"] = check
             row["off"] = score_item(item, answer(item.question, off)) if row["moved"] or check else row["on"]
             rows.append(row)
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
             print(f"  [{k}/{len(items)}] {item.id} {cued} moved={row['moved']}", file=sys.stderr)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "stage-pairs.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    sink.close()
     print(table(rows))
     return 0
 
