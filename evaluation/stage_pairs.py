@@ -4,10 +4,10 @@
     python -m evaluation.stage_pairs --table DIR/stage-pairs.jsonl      # the table of rows already written
 
 Only a question whose words name a life stage can be answered differently (``life_stage.question_stages``
-empty: ``stage_order`` returns the hits as they were), and only when the order moved a card (the answer trace's
-``life_stage``): every other question's reply is the same with the setting off, so it is answered once and
-counted as unchanged. Writes ``DIR/stage-pairs.jsonl`` (a row per question as it is answered, both arms) and
-prints the per-set table.
+empty: ``stage_order`` returns the hits as they were), and only when the order moved a card from the first
+TOP_MOVED documents: only those are answered, both ways (plus ``--check`` questions whose cards moved from further
+down, to confirm their replies are the same); every other question counts as unchanged. Writes
+``DIR/stage-pairs.jsonl`` (a row per question as it is answered, both arms) and prints the per-set table.
 """
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chatbot.pipeline import run_pipeline
 from chatbot.stages.life_stage import question_stages
+from chatbot.stages.safety import retrieval_text
 from evaluation.bench_replies import load_reply_set, score_item
 from evaluation.harness import apply_overrides, services_over_cards
 
-TOP_MOVED = 10
+# the links are the first retrieval.top_n (3) documents that are not urgent-card fillers (at most 3 of those
+# above them in practice): a card moved from below rank 6 leaves them as they were
+TOP_MOVED = 6
 
 
 def sign_test(better: int, worse: int) -> float:
@@ -67,18 +71,18 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 sink.write(json.dumps(row) + "\n")
                 continue
-            ans = answer(item.question, on)
-            row["on"] = score_item(item, ans)
-            stage = (ans.get("trace") or {}).get("life_stage") or {}
-            row["demoted"] = stage.get("demoted", [])
-            row["from_ranks"] = stage.get("from_ranks", [])
-            # a card moved from past rank TOP_MOVED leaves the first TOP_MOVED documents as they were; a sample of
-            # those questions is answered again anyway, to check that their replies are indeed the same
+            # the retrieval alone first: a reply can change only when a card moved from the first TOP_MOVED
+            ranked = run_pipeline(on.settings.retrieval.pipeline, retrieval_text(item.question), on).ranked
+            row["demoted"] = [h.segment.doc_id for h in ranked if h.detail.get("stage_demoted")]
+            row["from_ranks"] = [int(h.detail["stage_demoted"]) for h in ranked if h.detail.get("stage_demoted")]
             row["moved"] = any(r <= TOP_MOVED for r in row["from_ranks"])
+            # a sample of the others is answered both ways anyway, to check that their replies are the same
             check = not row["moved"] and bool(row["from_ranks"]) and checked < args.check
             checked += check
             row["checked"] = check
-            row["off"] = score_item(item, answer(item.question, off)) if row["moved"] or check else row["on"]
+            if row["moved"] or check:
+                row["on"] = score_item(item, answer(item.question, on))
+                row["off"] = score_item(item, answer(item.question, off))
             rows.append(row)
             sink.write(json.dumps(row) + "\n")
             sink.flush()
@@ -101,7 +105,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         groups.setdefault(("all", r["language"]), []).append(r)
         groups.setdefault(("all", "all"), []).append(r)
     for (name, lang), rs in groups.items():
-        moved = [r for r in rs if r["moved"] or r.get("checked")]
+        moved = [r for r in rs if "on" in r]
         rb = sum(r["on"]["recall"] > r["off"]["recall"] for r in moved)
         rw = sum(r["on"]["recall"] < r["off"]["recall"] for r in moved)
         delta = sum(r["on"]["recall"] - r["off"]["recall"] for r in moved)
