@@ -198,10 +198,9 @@ class RetrievalSettings(_Group):
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
     stage_order: bool = Field(
-        default=True,
-        description="After the rerank, cards whose life stage (front matter `stage`) contradicts the stage the "
-        "question names ('my 6 week old', 'sono incinta') go below the others; no effect on a question without a "
-        "stage cue or on cards without stages (chatbot/stages/life_stage.py, evaluation/results/stage-s15.md).",
+        default=False,
+        description="Cards whose `stage` contradicts the question's ('my 6 week old') go below the others after "
+        "the rerank. Off: dev replies won 6, lost 7 (n.s.; losses are card tags, stage-s15.md).",
     )
     cross_language_offset: dict[str, float] = Field(
         default={},

@@ -343,6 +343,7 @@ def test_rerank_stage_keeps_the_order_for_a_question_without_a_stage(tmp_path):
     services, _, _ = _services(tmp_path, candidates=2, rrf_k=0)
     hits = _staged_hits({"a": "baby", "b": "pregnancy", "c": "postnatal,baby"})
 
+    services.settings.retrieval.stage_order = True
     ranked = rerank_stage("what does a rash on the cheeks mean?", hits, services, {})
 
     assert [h.segment.doc_id for h in ranked] == ["b", "a", "c"]
