@@ -77,3 +77,16 @@ def test_two_cross_validations_pair_up_on_their_out_of_fold_messages(tmp_path):
     got = json.loads(out.read_text())
     assert [(r["id"], r["shipped"], r["refit"]) for r in got] == [("x", False, True), ("y", True, True)]
     assert "| v5-v8 (shipped: never trained) | it | 1/2 | 2/2 | +1 / -0 (1) |" in report(out)
+
+
+def test_an_added_set_is_folded_with_the_spent_ones(tmp_path):
+    write_sets(tmp_path)
+    extra = [{"id": f"en-v9-{i}", "language": "en", "text": f"new message {i}", "urgent": False, "action": None,
+              "kind": "x"} for i in range(8)]  # fmt: skip
+    (tmp_path / "testset-v9.jsonl").write_text("\n".join(json.dumps(r) for r in extra) + "\n", encoding="utf-8")
+    rows = set_messages(tmp_path, redflags_kfold.SETS + ("testset-v9",))
+    assert len(rows) == 8 * 16 + 8
+    assert {r["set"] for r in rows} == {*redflags_kfold.SETS, "testset-v9"}
+    per = Counter(r["fold"] for r in rows if r["language"] == "en" and not r["urgent"] and r["id"] != "dup")
+    assert max(per.values()) - min(per.values()) <= 1  # 8 x 4 + 8 English ordinary messages: 10 a fold
+    assert len(set_messages(tmp_path)) == 8 * 16  # the default is still v1-v8

@@ -1,12 +1,14 @@
 """Four-fold cross-validation of the red-flag screen over every spent red-flag set (v1-v8), and the shipped fit.
 
-``python -m chatbot.training.redflags_kfold --out DIR [--extra-seeds FILE ...] [--ship models/redflags]``
+``python -m chatbot.training.redflags_kfold --out DIR [--extra-seeds FILE ...] [--add-sets NAME ...]
+[--ship models/redflags]``
 
 Session 14. The spent sets (``evaluation/redflags/testset*.jsonl``) are split into four folds by a hash of the
 message id, stratified by language and action (``none`` for an ordinary message); messages with the same folded
 text share the fold of the first one's id. Fold k: both models (``redflags_cv.Trainer``: the seeds, the
 hand-written messages, ``patient_seeds.jsonl`` and ``--extra-seeds``, the ordinary questions less their part k)
-are trained on the sets' messages outside fold k and score fold k and the ordinary part k. Fold k's bars are
+are trained on the sets' messages outside fold k and score fold k and the ordinary part k (``--add-sets NAME``:
+that set is folded and trained on too; session 15's fit B adds ``testset-v9``). Fold k's bars are
 chosen with the builder's rule (``redflag_bars.choose``: recall >= ``--recall`` per language, >=
 ``--action-recall`` per action, weight 0.5, a rule's veto <= 0.1; ``ngram_threshold``) on the out-of-fold parts
 of the other three folds, and written with its models to ``DIR/fold-k`` so the patient path's screen can load
@@ -41,9 +43,10 @@ def _fold_text(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def set_messages(root: Path) -> list[dict[str, Any]]:
-    """Every message of the spent sets with its ``set`` and ``fold`` (see the module docstring)."""
-    rows = [{**r, "set": name} for name in SETS for r in load_rows(root / f"{name}.jsonl")]
+def set_messages(root: Path, names: tuple[str, ...] = SETS) -> list[dict[str, Any]]:
+    """Every message of the sets ``names`` (default: the spent v1-v8) with its ``set`` and ``fold`` (see the module
+    docstring)."""
+    rows = [{**r, "set": name} for name in names for r in load_rows(root / f"{name}.jsonl")]
     first: dict[str, str] = {}
     for r in rows:
         first.setdefault(_fold_text(r["text"]), r["id"])
@@ -92,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatbot.training.redflags_kfold", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="fold models, parts and the report go here")
     ap.add_argument("--sets", type=Path, default=workspace_root() / "evaluation" / "redflags")
+    ap.add_argument("--add-sets", nargs="*", default=[], help="more set names (e.g. testset-v9) to fold and train on")
     ap.add_argument("--extra-seeds", type=Path, nargs="*", default=[], help="seed files added to patient_seeds")
     ap.add_argument("--data-root", type=Path, default=DATA_ROOT)
     ap.add_argument("--seed", type=int, default=20)
@@ -111,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python -m chatbot.training.redflags_kfold " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = set_messages(args.sets)
+    rows = set_messages(args.sets, SETS + tuple(args.add_sets))
     trainer = Trainer(args)
     print(f"base: n-gram {len(trainer.ng_rows)}, head {len(trainer.hd_rows)} ({time.perf_counter() - t0:.0f} s)",
           file=sys.stderr)  # fmt: skip
