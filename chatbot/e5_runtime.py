@@ -104,9 +104,10 @@ class WindowedE5:
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def onnx_forward(model_file: Path, threads: int) -> Forward:
-    """onnxruntime session of the int8 export; no busy-waiting (shared CPU)."""
-    session = cpu_session(model_file, threads)
+def onnx_forward(model_file: Path, threads: int, int8_matmul: str | None = None) -> Forward:
+    """onnxruntime session of the int8 export (or its fp32 copy, see chatbot.onnx_files.cpu_session); no
+    busy-waiting (shared CPU)."""
+    session = cpu_session(model_file, threads, int8_matmul)
 
     def forward(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return session.run(["mean"], {"input_ids": ids, "attention_mask": mask})[0]

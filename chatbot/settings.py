@@ -995,6 +995,16 @@ class SafetySettings(_Group):
     )
 
 
+class RuntimeSettings(_Group):
+    int8_matmul: Literal["auto", "int8", "fp32"] = Field(
+        default="auto",
+        description="How our int8 ONNX models (reranker, e5, query encoder) run. int8: as shipped. fp32: a "
+        "dequantized fp32 copy, built once into the cache (same weights). auto: fp32 where the CPU lacks "
+        "avx512_vnni, avx_vnni and amx_int8, whose int8 MatMul saturates and moved the Italian reranker's "
+        "scores (evaluation/results/int8-saturation-s15.md, int8-fp32-s15.md).",
+    )
+
+
 class Settings(BaseSettings):
     """Effective settings of the chatbot."""
 
@@ -1013,6 +1023,7 @@ class Settings(BaseSettings):
     logical: LogicalSettings = Field(default_factory=LogicalSettings, description="Logical pipeline.")
     store: StoreSettings = Field(default_factory=StoreSettings, description="App database and answer memory.")
     server: ServerSettings = Field(default_factory=ServerSettings, description="Web server (`chatbot serve`).")
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings, description="How models run on this CPU.")
 
     @classmethod
     def settings_customise_sources(

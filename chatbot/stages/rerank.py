@@ -141,11 +141,18 @@ class OnnxCrossEncoder:
     """A CrossEncoder's int8 ONNX export (chatbot/training/onnx_export.py) run with onnxruntime: the
     directory's own tokenizer (tokenizers, no torch), pairs sorted by length so each batch pads little."""
 
-    def __init__(self, model_dir: Path, threads: int = 1, max_length: int = 256, batch_size: int = 16) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        threads: int = 1,
+        max_length: int = 256,
+        batch_size: int = 16,
+        int8_matmul: str | None = None,
+    ) -> None:
         from tokenizers import Tokenizer
 
         model_dir = Path(model_dir)
-        self.session = cpu_session(model_dir / ONNX_FILE, threads)
+        self.session = cpu_session(model_dir / ONNX_FILE, threads, int8_matmul)
         meta = self.session.get_modelmeta().custom_metadata_map
         self.activation = meta.get("activation", "sigmoid")
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -197,6 +204,7 @@ class CrossEncoderReranker:
     train export-onnx` from the directory's own weights) with onnxruntime; a directory without one, or with
     one made from other weights, runs with torch instead and says why in ``note``. ``runtime="torch"``:
     sentence-transformers in fp32. ``max_length``: word pieces read per (question, segment) pair.
+    ``int8_matmul``: see chatbot.onnx_files.cpu_session (None: the runtime.int8_matmul setting).
     """
 
     name = "cross-encoder"
@@ -212,6 +220,7 @@ class CrossEncoderReranker:
         with_title: bool = True,
         runtime: str = "torch",
         max_length: int | None = None,
+        int8_matmul: str | None = None,
     ) -> None:
         model_path = Path(model_path)
         if not model_path.exists():
@@ -228,7 +237,7 @@ class CrossEncoderReranker:
         if runtime == "onnx":
             why = f"no {ONNX_FILE} in {model_path}"
             if (model_path / ONNX_FILE).is_file():
-                runner = OnnxCrossEncoder(model_path, threads, max_length or 256, batch_size)
+                runner = OnnxCrossEncoder(model_path, threads, max_length or 256, batch_size, int8_matmul)
                 why = runner.stale_reason(model_path)
                 self.onnx = None if why else runner
             if why:
