@@ -997,11 +997,10 @@ class SafetySettings(_Group):
 
 class RuntimeSettings(_Group):
     int8_matmul: Literal["auto", "int8", "fp32"] = Field(
-        default="auto",
-        description="How our int8 ONNX models (reranker, e5, query encoder) run. int8: as shipped. fp32: a "
-        "dequantized fp32 copy, built once into the cache (same weights). auto: fp32 where the CPU lacks "
-        "avx512_vnni, avx_vnni and amx_int8, whose int8 MatMul saturates and moved the Italian reranker's "
-        "scores (evaluation/results/int8-saturation-s15.md, int8-fp32-s15.md).",
+        default="int8",
+        description="int8: our ONNX models as shipped. fp32: a dequantized copy built once into the cache. auto: "
+        "fp32 where the CPU lacks avx512_vnni, avx_vnni, amx_int8 (int8 MatMul saturates there). Not yet the "
+        "default: unmeasured on MEDIQA (evaluation/results/int8-fp32-s15.md).",
     )
 
 
