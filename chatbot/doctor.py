@@ -69,7 +69,7 @@ def check_bi_encoder(settings: Settings) -> Check:
     from chatbot.embedders import load_embedder
 
     start = time.perf_counter()
-    embedder = load_embedder(settings.embedding.model, settings.embedding.threads)
+    embedder = load_embedder(settings.embedding.model, settings.embedding.threads, settings.runtime.int8_matmul)
     vec = embedder.embed_queries(["Is it safe to drink coffee when pregnant?"])
     ms = (time.perf_counter() - start) * 1000
     return Check("bi-encoder", "ok", f"{embedder.name}: dim {vec.shape[1]}, loaded and encoded in {ms:.0f} ms")
@@ -82,7 +82,14 @@ def check_cross_encoder(settings: Settings) -> Check:
     path = r.model_path or SHIPPED_RERANKER
     if not (Path(path) / "config.json").is_file():
         return Check("cross-encoder", "fail", f"no model in {path}", "restore models/reranker from git")
-    model = CrossEncoderReranker(path, threads=1, max_chars=r.max_chars, runtime=r.runtime, max_length=r.max_length)
+    model = CrossEncoderReranker(
+        path,
+        threads=1,
+        max_chars=r.max_chars,
+        runtime=r.runtime,
+        max_length=r.max_length,
+        int8_matmul=settings.runtime.int8_matmul,
+    )
     question = "How much caffeine can I have a day when pregnant?"
     good = "Pregnant women should limit caffeine to 200 milligrams a day, about two mugs of instant coffee."
     bad = "Tie the laces of your running shoes firmly before a long walk."

@@ -104,10 +104,10 @@ class WindowedE5:
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def onnx_forward(model_file: Path, threads: int, int8_matmul: str | None = None) -> Forward:
-    """onnxruntime session of the int8 export (or its fp32 copy, see chatbot.onnx_files.cpu_session); no
-    busy-waiting (shared CPU)."""
-    session = cpu_session(model_file, threads, int8_matmul)
+def onnx_forward(model_file: Path, threads: int) -> Forward:
+    """onnxruntime session of ``model_file`` (the int8 export, or its fp32 copy: the caller resolves which with
+    chatbot.onnx_dequantize.session_file); no busy-waiting (shared CPU)."""
+    session = cpu_session(model_file, threads)
 
     def forward(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return session.run(["mean"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -148,6 +148,7 @@ class E5StandardEmbedder:
         runtime: str = "onnx",
         batch_size: int = 32,
         batch_tokens: int = 512,
+        int8_matmul: str = "int8",
     ) -> None:
         if runtime == "onnx":
             needed = RUNTIME_FILES
@@ -159,8 +160,12 @@ class E5StandardEmbedder:
         model_dir = ensure_e5_built(Path(model_dir) if model_dir else None, deep=needed)
         tokenizer_file = model_dir / TOKENIZER_FILE
         if runtime == "onnx":
-            forward = onnx_forward(model_dir / ONNX_FILE, threads)
+            from chatbot.onnx_dequantize import session_file
+
+            self.onnx_file: Path | None = session_file(model_dir / ONNX_FILE, int8_matmul)
+            forward = onnx_forward(self.onnx_file, threads)
         else:
+            self.onnx_file = None
             forward = torch_forward(model_dir / HF_DIR, threads, bf16=runtime == "torch-bf16")
         self.runtime = runtime
         self.model_dir = model_dir

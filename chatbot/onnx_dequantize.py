@@ -9,12 +9,13 @@ retrained. It is built once into the cache, named by the source file's sha256.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+
+from chatbot.file_digest import sha256_of
 
 Int8Matmul = Literal["auto", "int8", "fp32"]
 # CPU flags with which onnxruntime's u8s8 MatMul sums exactly (VNNI / AMX dot products).
@@ -103,22 +104,13 @@ def dequantize_matmuls(src: Path, dst: Path) -> int:
     return len(added)
 
 
-def _sha256(path: Path) -> str:
-    # not chatbot.file_digest's cached digest: it imports onnx_files, which imports this module (a cycle)
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fp32_copy(model_file: Path, cache: Path | None = None) -> Path:
     """The dequantized copy of ``model_file`` under ``cache`` (default the chatbot cache), built on first use."""
     from chatbot.llm_runtime import cache_dir
 
     root = cache or cache_dir()
     folder = root / CACHE_SUBDIR
-    target = folder / f"{_sha256(Path(model_file))}.onnx"
+    target = folder / f"{sha256_of(Path(model_file))}.onnx"
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)

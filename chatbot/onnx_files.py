@@ -28,19 +28,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def cpu_session(model_file: Path, threads: int, int8_matmul: str | None = None) -> Any:
-    """An onnxruntime CPU session with ``threads`` intra-op threads and no busy-waiting between ops: on a
-    shared CPU spinning threads steal time from the other jobs. ``int8_matmul`` (auto / int8 / fp32; None: the
-    ``runtime.int8_matmul`` setting) may load the file's dequantized fp32 copy instead (chatbot.onnx_dequantize)."""
+def cpu_session(model_file: Path, threads: int) -> Any:
+    """An onnxruntime CPU session of ``model_file`` with ``threads`` intra-op threads and no busy-waiting between
+    ops: on a shared CPU spinning threads steal time from the other jobs. Which file (the int8 export or its fp32
+    copy) is the caller's choice: chatbot.onnx_dequantize.session_file under runtime.int8_matmul."""
     import onnxruntime as ort
-
-    from chatbot.onnx_dequantize import session_file
-
-    if int8_matmul is None:
-        from chatbot.settings import load_settings
-
-        int8_matmul = load_settings().runtime.int8_matmul
-    model_file = session_file(model_file, int8_matmul)
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

@@ -121,11 +121,12 @@ def ensure_onnx(folder: Path, threads: int = 1) -> Path:
 
 
 @lru_cache(maxsize=2)
-def _windows(folder: str, threads: int) -> Any:
+def _windows(folder: str, threads: int, int8_matmul: str) -> Any:
     from chatbot.e5_build import TOKENIZER_FILE, default_out_dir
     from chatbot.e5_runtime import WindowedE5, onnx_forward
+    from chatbot.onnx_dequantize import session_file
 
-    onnx_file = ensure_onnx(Path(folder), threads)
+    onnx_file = session_file(ensure_onnx(Path(folder), threads), int8_matmul)
     return WindowedE5(default_out_dir() / TOKENIZER_FILE, onnx_forward(onnx_file, threads))
 
 
@@ -222,20 +223,28 @@ def encoder_tag(setting: str, root: Path, languages: Sequence[str] | None = None
 
 
 def query_encoder_embedder(
-    embedder: Any, setting: str, root: Path, threads: int = 1, languages: Sequence[str] | None = None
+    embedder: Any,
+    setting: str,
+    root: Path,
+    threads: int = 1,
+    languages: Sequence[str] | None = None,
+    int8_matmul: str = "int8",
 ) -> Any | None:
     """A TunedQueryEmbedder over ``embedder`` for ``setting`` ("shipped" or a folder), None for "none"/empty."""
     folder = encoder_folder(setting, root)
-    return None if folder is None else load_tuned_embedder(embedder, folder, threads, languages)
+    return None if folder is None else load_tuned_embedder(embedder, folder, threads, languages, int8_matmul)
 
 
-def load_tuned_embedder(raw: Any, folder: Path, threads: int = 1, languages: Sequence[str] | None = None) -> Any:
-    """The TunedQueryEmbedder of the encoder in ``folder`` over ``raw`` (its ONNX built on first use)."""
+def load_tuned_embedder(
+    raw: Any, folder: Path, threads: int = 1, languages: Sequence[str] | None = None, int8_matmul: str = "int8"
+) -> Any:
+    """The TunedQueryEmbedder of the encoder in ``folder`` over ``raw`` (its ONNX built on first use; its fp32 copy
+    where ``int8_matmul``, runtime.int8_matmul, says so)."""
     from chatbot.e5_hf import PROMPTS
 
     if getattr(raw, "name", None) != BASE_EMBEDDER:  # before any build
         return TunedQueryEmbedder(raw, lambda texts: np.zeros((0, 0)), languages)
-    windows = _windows(str(Path(folder).resolve()), threads)
+    windows = _windows(str(Path(folder).resolve()), threads, int8_matmul)
     max_chars = getattr(raw, "max_chars", 1200)
     return TunedQueryEmbedder(
         raw, lambda texts: windows.encode([PROMPTS["query"] + t[:max_chars] for t in texts]), languages

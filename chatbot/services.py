@@ -38,7 +38,9 @@ class Services:
     def embedder(self):
         from chatbot.embedders import load_embedder
 
-        return load_embedder(self.settings.embedding.model, self.settings.embedding.threads)
+        return load_embedder(
+            self.settings.embedding.model, self.settings.embedding.threads, self.settings.runtime.int8_matmul
+        )
 
     @cached_property
     def query_embedder(self):
@@ -60,6 +62,7 @@ class Services:
             workspace_root(),
             e.threads,
             e.query_encoder_languages or None,
+            self.settings.runtime.int8_matmul,
         )
         if tuned is not None:  # the tuned encoder replaces the adapter (which was fitted to raw e5 vectors)
             return tuned
@@ -127,6 +130,7 @@ class Services:
             max_chars=r.max_chars,
             runtime=r.runtime,
             max_length=r.max_length,
+            int8_matmul=self.settings.runtime.int8_matmul,
         )
 
     @cached_property
@@ -204,6 +208,7 @@ class Services:
                 max_chars=r.max_chars,
                 runtime=r.runtime,
                 max_length=r.language_max_length,
+                int8_matmul=self.settings.runtime.int8_matmul,
             )
             model.rrf_k = r.language_rrf_k
             model.own_language = language if other_only else None
@@ -217,7 +222,9 @@ class Services:
         if r.fusion_embedder not in ("none", self.settings.embedding.model):
             from chatbot.embedders import load_embedder
 
-            second = load_embedder(r.fusion_embedder, self.settings.embedding.threads)
+            second = load_embedder(
+                r.fusion_embedder, self.settings.embedding.threads, self.settings.runtime.int8_matmul
+            )
         return FusionReranker(self.bm25, weight=r.fusion_weight, second_embedder=second, max_chars=r.max_chars)
 
     @cached_property

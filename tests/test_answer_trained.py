@@ -230,7 +230,9 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     monkeypatch.setattr(
         chatbot.embedders,
         "load_embedder",
-        lambda kind, threads=2: asked.append(kind) or threads_asked.append(threads) or fake_embedder,
+        lambda kind, threads=2, int8_matmul="int8": (
+            asked.append(kind) or threads_asked.append(threads) or fake_embedder
+        ),
     )
     services = types.SimpleNamespace(settings=load_settings())
 
@@ -367,7 +369,7 @@ def test_the_shipped_reply_set_head_carries_its_weight_and_is_chosen_by_the_sett
 
     import chatbot.embedders
 
-    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: fake_embedder)
+    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2, int8_matmul="int8": fake_embedder)
     settings = load_settings()
     assert settings.compose.trained_head == "reply-sets"  # the default
     chosen = answer_first._trained_model(types.SimpleNamespace(settings=settings))

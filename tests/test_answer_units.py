@@ -133,7 +133,7 @@ def test_the_pipeline_model_reads_the_store_ingest_wrote(tmp_path, monkeypatch) 
     from chatbot.stages import answer_first
 
     embedder = CallLog("multilingual-e5-small-onnx-int8")
-    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2: embedder)
+    monkeypatch.setattr(chatbot.embedders, "load_embedder", lambda kind, threads=2, int8_matmul="int8": embedder)
     settings = load_settings()
     assert settings.embedding.model == "e5-onnx" and trained_scorer_used(settings)
     seg = _segment()

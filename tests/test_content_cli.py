@@ -27,7 +27,7 @@ def embedder() -> FakeEmbedder:
 @pytest.fixture
 def data(tmp_path, monkeypatch, embedder):
     monkeypatch.setenv("CHATBOT_PATHS__DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr("chatbot.embedders.load_embedder", lambda kind, threads=2: embedder)
+    monkeypatch.setattr("chatbot.embedders.load_embedder", lambda kind, threads=2, int8_matmul="int8": embedder)
     store = open_store(Settings(paths={"data_dir": tmp_path / "data"}))
     auth.add_user(store, "clara", "long-password", "clinician")
     auth.add_user(store, "eddie", "long-password", "editor")

@@ -40,6 +40,9 @@ class _Reranker:
 @pytest.fixture
 def stand_ins(monkeypatch) -> None:
     """NegConstraint as one judged question over two segments; today's route returns them in reverse order."""
+    # imported before config_for is patched: a first import during the patch would bind the stand-in for good
+    import chatbot.logical.pipeline  # noqa: F401
+
     segments = [Segment(f"s{i}", f"d{i}", t, "", "", i) for i, t in enumerate(TEXTS)]
     hits = [Hit(s, 0.0, {}) for s in segments]
     services = SimpleNamespace(embedder=_Embedder(), settings=None)

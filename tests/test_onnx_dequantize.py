@@ -65,7 +65,7 @@ def models(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _run(path: Path, x: np.ndarray) -> np.ndarray:
-    return cpu_session(path, 1, "int8").run(["y"], {"x": x})[0]
+    return cpu_session(path, 1).run(["y"], {"x": x})[0]
 
 
 def _ops(path: Path) -> list[str]:
@@ -131,3 +131,23 @@ def test_setting_defaults_to_int8_and_rejects_other_values():
     assert load_settings(runtime={"int8_matmul": "fp32"}).runtime.int8_matmul == "fp32"
     with pytest.raises(ValidationError, match="int8_matmul"):
         load_settings(runtime={"int8_matmul": "fast"})
+
+
+def test_the_services_load_the_files_their_own_settings_name(monkeypatch, tmp_path):
+    """runtime.int8_matmul comes from the Settings the services were built with, not from the environment."""
+    from chatbot.embedders import load_embedder
+    from chatbot.services import Services
+    from chatbot.settings import SHIPPED_RERANKER, Settings
+
+    monkeypatch.setenv("CHATBOT_RUNTIME__INT8_MATMUL", "int8")
+    fp32 = Services(Settings(paths={"data_dir": tmp_path / "a"}, runtime={"int8_matmul": "fp32"}))
+    assert fp32.settings.runtime.int8_matmul == "fp32"
+    assert fp32.cross_encoder.onnx.model_file.parent.name == "onnx-fp32"
+    assert fp32.embedder.onnx_file.parent.name == "onnx-fp32"
+    assert fp32.embedder is load_embedder("e5-onnx", fp32.settings.embedding.threads, "fp32")
+
+    monkeypatch.setenv("CHATBOT_RUNTIME__INT8_MATMUL", "fp32")
+    int8 = Services(Settings(paths={"data_dir": tmp_path / "b"}, runtime={"int8_matmul": "int8"}))
+    assert int8.cross_encoder.onnx.model_file == SHIPPED_RERANKER / "onnx" / "model_qint8.onnx"
+    assert int8.embedder.onnx_file.name == "model_qint8.onnx"
+    assert int8.embedder is not fp32.embedder

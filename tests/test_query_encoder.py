@@ -100,7 +100,7 @@ def test_services_use_the_encoder_instead_of_the_adapter(tmp_path: Path, monkeyp
             return _swap([t[len("query: ") :] for t in texts])
 
     seen = []
-    monkeypatch.setattr(qe, "_windows", lambda folder, threads: seen.append(folder) or Windows())
+    monkeypatch.setattr(qe, "_windows", lambda folder, threads, int8_matmul: seen.append(folder) or Windows())
     settings = Settings()
     assert settings.embedding.query_encoder == "auto"  # the shipped one over e5-onnx, for Italian questions
     assert settings.embedding.query_encoder_languages == ["it"]

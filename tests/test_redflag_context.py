@@ -121,7 +121,7 @@ def test_a_broken_encoder_never_skips_the_screen(capsys, monkeypatch):
 
 def test_the_default_encoder_is_built_on_first_use_with_a_notice(tmp_path, monkeypatch, capsys):
     built = []
-    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (None, False, 1))
+    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (None, False, 1, "int8"))
     monkeypatch.setattr("chatbot.e5_build.default_out_dir", lambda: tmp_path)
     monkeypatch.setattr("chatbot.e5_build._build_into_place", lambda out, threads, log, vocab: built.append(out))
     redflag_context.encoder.cache_clear()
@@ -136,7 +136,7 @@ def test_the_default_encoder_is_built_on_first_use_with_a_notice(tmp_path, monke
 
 
 def test_an_unbuilt_configured_folder_says_what_to_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (tmp_path, False, 1))
+    monkeypatch.setattr(redflag_context, "_configured_e5_dir", lambda: (tmp_path, False, 1, "int8"))
     redflag_context.encoder.cache_clear()
     try:
         with pytest.raises(RuntimeError, match="chatbot models build-e5"):
@@ -155,14 +155,18 @@ def test_prediction_trace_rounds_its_scores():
 
 
 def test_the_screen_shares_the_pipelines_e5_instance_under_default_settings():
-    """One e5 model in memory per process: the screen asks for the key (kind, threads) the pipeline uses."""
+    """One e5 model in memory per process: the screen asks for the key (kind, threads, int8_matmul) the
+    pipeline uses."""
     from chatbot.embedders import load_embedder
     from chatbot.settings import load_settings
 
-    embedding = load_settings().embedding
+    settings = load_settings()
+    embedding = settings.embedding
     assert embedding.model == "e5-onnx"
     redflag_context.encoder.cache_clear()
     try:
-        assert redflag_context.encoder() is load_embedder(embedding.model, embedding.threads)
+        assert redflag_context.encoder() is load_embedder(
+            embedding.model, embedding.threads, settings.runtime.int8_matmul
+        )
     finally:
         redflag_context.encoder.cache_clear()

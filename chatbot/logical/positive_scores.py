@@ -50,6 +50,7 @@ def _named(services: Services, name: str, max_length: int) -> CrossEncoderRerank
             max_chars=r.max_chars,
             runtime=r.runtime,
             max_length=max_length,
+            int8_matmul=services.settings.runtime.int8_matmul,
         )
     return loaded[key]
 

@@ -81,15 +81,17 @@ class ContextHead:
         return ContextPrediction(float(1.0 - p[0]), {lab: float(p[i]) for i, lab in enumerate(LABELS) if i})
 
 
-def _configured_e5_dir() -> tuple[Path | None, bool, int]:
-    """(the settings' e5 directory, whether the configured retrieval embedder is e5-onnx, its threads)."""
+def _configured_e5_dir() -> tuple[Path | None, bool, int, str]:
+    """(the settings' e5 directory, whether the configured retrieval embedder is e5-onnx, its threads,
+    runtime.int8_matmul)."""
     try:
         from chatbot.settings import load_settings
 
-        s = load_settings().embedding
-        return s.e5_dir, s.model == "e5-onnx", s.threads
+        settings = load_settings()
+        s = settings.embedding
+        return s.e5_dir, s.model == "e5-onnx", s.threads, settings.runtime.int8_matmul
     except Exception:  # noqa: BLE001 - unreadable settings: the default build directory, own instance
-        return None, False, 1
+        return None, False, 1, "int8"
 
 
 _LOCK = threading.Lock()
@@ -103,7 +105,7 @@ def encoder() -> Any:
     from chatbot.e5_build import ensure_e5_built
     from chatbot.e5_runtime import E5StandardEmbedder
 
-    e5_dir, shared, threads = _configured_e5_dir()
+    e5_dir, shared, threads, int8_matmul = _configured_e5_dir()
     with _LOCK:
         try:  # the default build is made on first use (once, about 30 s); an explicit folder is verified
             model_dir = ensure_e5_built(Path(e5_dir) if e5_dir else None)
@@ -112,8 +114,8 @@ def encoder() -> Any:
         if shared:
             from chatbot.embedders import load_embedder
 
-            return load_embedder("e5-onnx", threads)  # the key the pipeline loads it under: one instance
-        return E5StandardEmbedder(threads=1, model_dir=model_dir, runtime="onnx")
+            return load_embedder("e5-onnx", threads, int8_matmul)  # the pipeline's key: one instance
+        return E5StandardEmbedder(threads=1, model_dir=model_dir, runtime="onnx", int8_matmul=int8_matmul)
 
 
 class ContextScorer:

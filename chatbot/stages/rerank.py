@@ -147,12 +147,15 @@ class OnnxCrossEncoder:
         threads: int = 1,
         max_length: int = 256,
         batch_size: int = 16,
-        int8_matmul: str | None = None,
+        int8_matmul: str = "int8",
     ) -> None:
         from tokenizers import Tokenizer
 
+        from chatbot.onnx_dequantize import session_file
+
         model_dir = Path(model_dir)
-        self.session = cpu_session(model_dir / ONNX_FILE, threads, int8_matmul)
+        self.model_file = session_file(model_dir / ONNX_FILE, int8_matmul)  # the export or its fp32 copy
+        self.session = cpu_session(self.model_file, threads)
         meta = self.session.get_modelmeta().custom_metadata_map
         self.activation = meta.get("activation", "sigmoid")
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -204,7 +207,8 @@ class CrossEncoderReranker:
     train export-onnx` from the directory's own weights) with onnxruntime; a directory without one, or with
     one made from other weights, runs with torch instead and says why in ``note``. ``runtime="torch"``:
     sentence-transformers in fp32. ``max_length``: word pieces read per (question, segment) pair.
-    ``int8_matmul``: see chatbot.onnx_files.cpu_session (None: the runtime.int8_matmul setting).
+    ``int8_matmul``: runtime.int8_matmul (int8: the export as shipped; fp32 / auto: its dequantized fp32 copy
+    where chatbot.onnx_dequantize says so); the services pass the setting.
     """
 
     name = "cross-encoder"
@@ -220,7 +224,7 @@ class CrossEncoderReranker:
         with_title: bool = True,
         runtime: str = "torch",
         max_length: int | None = None,
-        int8_matmul: str | None = None,
+        int8_matmul: str = "int8",
     ) -> None:
         model_path = Path(model_path)
         if not model_path.exists():

@@ -85,5 +85,6 @@ def _shipped_cross_encoder(services):
             max_chars=r.max_chars,
             runtime=r.runtime,
             max_length=r.max_length,
+            int8_matmul=services.settings.runtime.int8_matmul,
         )
     return cache["model"]
