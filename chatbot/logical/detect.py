@@ -83,9 +83,31 @@ class Detection:
 # -- helpers ---------------------------------------------------------------------------------------------
 
 
+# English contractions typed without the apostrophe ("whats", "dont"): only forms that are not words themselves
+_BARE_CONTRACTION = re.compile(
+    r"\b(what|that|there|where|who|he|she)s\b(?=\s)|\b(do|does|did|is|are|was|were|has|have|had|could|would|should|"
+    r"ca|wo|must|need)nt\b|\b(i)ve\b|\b(i)m\b(?=\s+(?:not|so|\w+ing|\w+ed|already|pregnant|worried|breast|formula|"
+    r"still|a\b|an\b|the\b|on\b|in\b|at\b|\d))",
+    re.IGNORECASE,
+)
+_APOSTROPHE_OF = {"s": "'s", "nt": "n't", "ve": "'ve", "m": "'m"}
+
+
+def restore_apostrophes(text: str) -> str:
+    """ "whats" → "what's", "dont" → "don't", "cant" → "can't", "ive" → "i've", "im pregnant" → "i'm pregnant"."""
+
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        stem = next(g for g in m.groups() if g)
+        tail = word[len(stem) :]
+        return stem + _APOSTROPHE_OF[tail.lower()]
+
+    return _BARE_CONTRACTION.sub(fix, text)
+
+
 def _normalise(text: str) -> str:
     text = text.replace("’", "'").replace("‘", "'").replace("`", "'")
-    return " ".join(text.split())
+    return " ".join(restore_apostrophes(text).split())
 
 
 def _strip_quotes(text: str) -> str:
