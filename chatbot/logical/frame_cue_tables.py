@@ -149,6 +149,7 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
     (
         r"(?:please\s+)?(?:don'?t|do\s+not)\s+(?:tell\s+me|talk|bother\s+(?:telling|explaining))\s+(?:about\s+)?|"
         r"(?:please\s+)?(?:don'?t|do\s+not)\s+(?:mention|bring\s+up|go\s+into)\s+|"
+        r"(?:i|we)\s+(?:don'?t|do\s+not)\s+want\s+(?:anything|to\s+(?:hear|read|know)(?:\s+anything)?)\s+(?:about|on)\s+|"
         r"(?:anything|everything)\s+(?:but|except)\s+|"
         r"(?:no|not\s+the)\s+(?:info|information|advice|tips|details|stuff)\s+(?:on|about|re)\s+|"
         r"(?:i|we)\s+(?:don'?t|do\s+not)\s+need\s+(?:(?:the|any)\s+)?(?:(?:info|stuff|bits?|advice)\s+(?:on|about)\s+)?"
@@ -182,7 +183,7 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
     # Italian requests not to be told about X
     (
         r"(?:non\s+(?:mi|ci)\s+parla(?:re)?|non\s+parlar(?:mi|ci)|non\s+(?:mi|ci)\s+dire|non\s+dir(?:mi|ci)|"
-        r"non\s+ditemi|non\s+parlatemi|senza\s+(?:parlar(?:mi|ci)|dir(?:mi|ci)\s+(?:niente|nulla)?|spiegar(?:mi|ci))|"
+        r"non\s+ditemi|non\s+parlatemi|senza\s+(?:parlar(?:mi|ci)|dir(?:mi|ci)(?:\s+(?:niente|nulla))?|spiegar(?:mi|ci))|"
         r"non\s+(?:voglio|vorrei)\s+(?:leggere|sentire(?:\s+parlare)?|sapere(?:\s+niente|\s+nulla)?|sentir\s+parlare)|"
         r"non\s+chiedo|non\s+(?:mi\s+)?interessa\s+sapere)\s+"
         r"(?:di\s+|del\s+|dello\s+|della\s+|dei\s+|degli\s+|delle\s+|dell'\s*|della\s+)?|"
@@ -278,6 +279,8 @@ NOT_IN_DISLOCATED = re.compile(
     r"vi|ne|io|tu|lui|lei|noi|voi|loro)\b",
     re.IGNORECASE,
 )
+# a verb of knowing right after the clitic ("la toxoplasmosi la conosco"): X is known, whatever is asked next
+KNOWING_IT_RE = re.compile(r"^\s*(?:so|sappiamo|conosco|conosciamo|ho\s+capit[oaie]|abbiamo\s+capit[oaie])\b", re.I)
 KNOW_IT_RE = re.compile(rf"^\s*(?:{_KNOW_IT})\b|\b(?:già|gia|sotto\s+controllo)\b", re.IGNORECASE)
 
 # "other than that, she's fine", "a parte questo il bimbo sta bene": the idiom refers back and excludes nothing
