@@ -139,13 +139,22 @@ def _is_title_case(text: str) -> bool:
     return bool(words) and all(w[0].isupper() for w in words)
 
 
+# a later item repeats the first item's preposition ("né sulle coliche", "né del ciuccio"): it goes with the list
+_LIST_PREP = re.compile(
+    r"^(?:(?:al|allo|alla|ai|agli|alle|sul|sullo|sulla|sui|sugli|sulle|del|dello|della|dei|degli|delle|di|su)\s+|"
+    r"(?:all|sull|dell)'\s*)",
+    re.IGNORECASE,
+)
+
+
 def _split_list(text: str, cue: str = "") -> list[str]:
     """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word.
     After a patient's cue (not a discourse cue such as "excluding", "without mentioning"), short items are a list
     even when one is a bare common word ("alcohol and caffeine", "la nausea e l'anemia")."""
     twice = re.split(r"\s+(?:and|or|e|o)\s+(?:without|senza)\s+|\s+n[eé]\s+", text)
     if len(twice) > 1 and all(p.strip() for p in twice):
-        return [p.strip() for p in twice]  # "senza carne e senza fegato", "né la pillola né il preservativo"
+        # "senza carne e senza fegato", "né la pillola né il preservativo", "niente sul sonno né sulle coliche"
+        return [_LIST_PREP.sub("", p.strip()) if i else p.strip() for i, p in enumerate(twice)]
     if '"' in text or "'" in text.replace("'s ", " ").replace("s' ", " "):
         return [text]  # quoted titles may contain "and"
     if _is_title_case(text):
