@@ -221,7 +221,10 @@ QUESTION = re.compile(
     r"\?|(?:^|[,;:.!–—-]\s*|\b(?:and|but|so|ma|e)\s+)\s*(?:what|how|why|where|when|which|who|is|are|do|does|did|can|could|should|would|will|any|cosa|"
     r"che|come|perch[eé]|perche|quali|quale|quanto|quanta|quanti|quante|dove|quando|chi|devo|posso|è|e'|ci\s+sono|"
     r"serve|servono)\b|\b(?:vorrei\s+sapere|ho\s+bisogno\s+di\s+(?:sapere|capire)|spiegami|mi\s+spieghi|"
-    r"(?:i\s+)?(?:need|want)\s+to\s+know|tell\s+me)\b",
+    r"(?:i\s+)?(?:need|want)\s+to\s+know|tell\s+me|"
+    # requests without a question word: "I only need how to…", "voglio sapere…", "dimmi solo…", "mi parli del…"
+    r"(?:i|we)\s+(?:only\s+|just\s+)?(?:want|need)\s+(?:the|some|info|information|advice|tips|help|how|what)|"
+    r"(?:voglio|vorrei)\s+(?:sapere|capire|info|informazioni|consigli)|dimmi|parlami|mi\s+parl[ie]|mi\s+dic[ia])\b",
     re.I,
 )
 ELSE_AFTER = re.compile(
@@ -261,7 +264,12 @@ CLAUSE_WORD = re.compile(
     re.I,
 )
 
-ONLY = re.compile(r"^\s*(?:but\s+|ma\s+)?(?:only|just|solo|soltanto|solamente)\s+\w", re.I)
+# "only/solo Y" or a contrast naming what is wanted instead ("non voglio leggere dei X ma dei Y")
+ONLY = re.compile(
+    r"^\s*(?:(?:but\s+|ma\s+)?(?:only|just|solo|soltanto|solamente)\s+\w|"
+    r"ma\s+(?:solo\s+)?(?:di|del|dello|della|dei|degli|delle|dell'|sul|sulla|sui|sulle|sull')\b)",
+    re.I,
+)
 
 # after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
 # it", "perché l'ho misurata") and its comma or dash

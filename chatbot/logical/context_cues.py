@@ -54,6 +54,7 @@ from chatbot.logical.frame_cue_tables import (
     FRAME_LIST_MORE,
     INLINE_FRAMES,
     KNOW_IT_RE,
+    KNOWING_IT_RE,
     LEAD_TOPIC,
     NOT_IN_DISLOCATED,
     X_SPAN,
@@ -153,6 +154,8 @@ def _dislocated(m: re.Match[str]) -> bool:
         return True
     # "X lo so già / l'ho già fatto" rules X out only when something else is asked ("Il test l'ho già fatto ed è
     # positivo, quando vado dal medico?" asks the next step)
+    if KNOWING_IT_RE.match(m.group("verb")):
+        return True
     return bool(KNOW_IT_RE.search(m.group("verb"))) and ELSE_AFTER.search(m.string) is not None
 
 

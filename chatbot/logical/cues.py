@@ -202,6 +202,9 @@ _IT_CUE_WORDS = {
     "eccettuato", "eccettuata", "eccettuati", "eccettuate", "nessun", "nessuno", "nessuna", "se", "è", "e'",
     "me", "mi", "ce", "ci", "te", "l'", "fuori", "tralasciando", "tralasciamo", "tralascia", "ignorando", "saltando",
     "trascurando",
+    # session 16's frames
+    "salta", "saltate", "saltiamo", "tralasciate", "tutto", "qualsiasi", "nulla", "parlarmi", "parlarci",
+    "dirmi", "dirci", "ditemi", "parlatemi", "chiedo",
 }  # fmt: skip
 
 

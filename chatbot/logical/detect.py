@@ -83,9 +83,31 @@ class Detection:
 # -- helpers ---------------------------------------------------------------------------------------------
 
 
+# English contractions typed without the apostrophe ("whats", "dont"): only forms that are not words themselves
+_BARE_CONTRACTION = re.compile(
+    r"\b(what|that|there|where|who|he|she)s\b(?=\s)|\b(do|does|did|is|are|was|were|has|have|had|could|would|should|"
+    r"ca|wo|must|need)nt\b|\b(i)ve\b|\b(i)m\b(?=\s+(?:not|so|\w+ing|\w+ed|already|pregnant|worried|breast|formula|"
+    r"still|a\b|an\b|the\b|on\b|in\b|at\b|\d))",
+    re.IGNORECASE,
+)
+_APOSTROPHE_OF = {"s": "'s", "nt": "n't", "ve": "'ve", "m": "'m"}
+
+
+def restore_apostrophes(text: str) -> str:
+    """ "whats" → "what's", "dont" → "don't", "cant" → "can't", "ive" → "i've", "im pregnant" → "i'm pregnant"."""
+
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        stem = next(g for g in m.groups() if g)
+        tail = word[len(stem) :]
+        return stem + _APOSTROPHE_OF[tail.lower()]
+
+    return _BARE_CONTRACTION.sub(fix, text)
+
+
 def _normalise(text: str) -> str:
     text = text.replace("’", "'").replace("‘", "'").replace("`", "'")
-    return " ".join(text.split())
+    return " ".join(restore_apostrophes(text).split())
 
 
 def _strip_quotes(text: str) -> str:
@@ -117,13 +139,22 @@ def _is_title_case(text: str) -> bool:
     return bool(words) and all(w[0].isupper() for w in words)
 
 
+# a later item repeats the first item's preposition ("né sulle coliche", "né del ciuccio"): it goes with the list
+_LIST_PREP = re.compile(
+    r"^(?:(?:al|allo|alla|ai|agli|alle|sul|sullo|sulla|sui|sugli|sulle|del|dello|della|dei|degli|delle|di|su)\s+|"
+    r"(?:all|sull|dell)'\s*)",
+    re.IGNORECASE,
+)
+
+
 def _split_list(text: str, cue: str = "") -> list[str]:
     """ "X and Y" / "X, Y or Z" → items, unless that would cut a title, a shared head or a bare common word.
     After a patient's cue (not a discourse cue such as "excluding", "without mentioning"), short items are a list
     even when one is a bare common word ("alcohol and caffeine", "la nausea e l'anemia")."""
     twice = re.split(r"\s+(?:and|or|e|o)\s+(?:without|senza)\s+|\s+n[eé]\s+", text)
     if len(twice) > 1 and all(p.strip() for p in twice):
-        return [p.strip() for p in twice]  # "senza carne e senza fegato", "né la pillola né il preservativo"
+        # "senza carne e senza fegato", "né la pillola né il preservativo", "niente sul sonno né sulle coliche"
+        return [_LIST_PREP.sub("", p.strip()) if i else p.strip() for i, p in enumerate(twice)]
     if '"' in text or "'" in text.replace("'s ", " ").replace("s' ", " "):
         return [text]  # quoted titles may contain "and"
     if _is_title_case(text):

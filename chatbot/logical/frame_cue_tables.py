@@ -145,6 +145,57 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
         "np",
         "",
     ),
+    # session 16: requests not to be told about X, and "anything but X" (English)
+    (
+        r"(?:please\s+)?(?:don'?t|do\s+not)\s+(?:tell\s+me|talk|bother\s+(?:telling|explaining))\s+(?:about\s+)?|"
+        r"(?:please\s+)?(?:don'?t|do\s+not)\s+(?:mention|bring\s+up|go\s+into)\s+|"
+        r"(?:i|we)\s+(?:don'?t|do\s+not)\s+want\s+(?:anything|to\s+(?:hear|read|know)(?:\s+anything)?)\s+(?:about|on)\s+|"
+        r"(?:anything|everything)\s+(?:but|except)\s+|"
+        r"(?:no|not\s+the)\s+(?:info|information|advice|tips|details|stuff)\s+(?:on|about|re)\s+|"
+        r"(?:i|we)\s+(?:don'?t|do\s+not)\s+need\s+(?:(?:the|any)\s+)?(?:(?:info|stuff|bits?|advice)\s+(?:on|about)\s+)?"
+        r"(?=[^,;:.?!]{2,40}?\s+(?:stuff|bits?|info|advice|part|section)\b)|"
+        r"(?:excluding|except\s+for)\s+(?=[^,;:.?!]{2,40}?\s*,)",
+        "en",
+        "np-ing",
+        "",
+    ),
+    # "I already know (all|everything) about X", "I've read everything about X", "I've heard enough about X"
+    (
+        r"(?:(?:i|we)\s+|(?:i'?ve|ive|we'?ve|i\s+have|we\s+have)\s+)?(?:already\s+)?"
+        r"(?:know|knew|read|heard|learned|learnt)\s+(?:all|everything|enough|plenty|loads|lots)(?:\s+(?:there\s+is\s+"
+        r"to\s+know\s+)?)?\s*(?:already\s+)?about\s+|"
+        r"(?:i'?ve|ive|we'?ve|i\s+have|we\s+have)\s+(?:already\s+)?(?:read|heard)\s+(?:all\s+)?about\s+"
+        r"(?=[^,;:.?!]{2,50}?\s+already\b)|"
+        r"already\s+know\s+(?:all\s+)?about\s+",
+        "en",
+        "np-ing",
+        "",
+    ),
+    # "not X, I want Y": a fronted "not" with the wanted thing said after the comma
+    (
+        r"(?:not\s+|non\s+(?:sul|sulla|sullo|sui|sugli|sulle|sull'|su|del|della|dei|delle)\b\s*)"
+        r"(?=[^,;:.?!]{2,40}?[,;:]\s*(?:i\s+(?:want|need|'?m|am)|i'?m|im|just|only|vorrei|voglio|dimmi|parlami|"
+        r"mi\s+serv\w*|solo)\b)",
+        "en",
+        "np-ing",
+        "",
+    ),
+    # Italian requests not to be told about X
+    (
+        r"(?:non\s+(?:mi|ci)\s+parla(?:re)?|non\s+parlar(?:mi|ci)|non\s+(?:mi|ci)\s+dire|non\s+dir(?:mi|ci)|"
+        r"non\s+ditemi|non\s+parlatemi|senza\s+(?:parlar(?:mi|ci)|dir(?:mi|ci)(?:\s+(?:niente|nulla))?|spiegar(?:mi|ci))|"
+        r"non\s+(?:voglio|vorrei)\s+(?:leggere|sentire(?:\s+parlare)?|sapere(?:\s+niente|\s+nulla)?|sentir\s+parlare)|"
+        r"non\s+chiedo|non\s+(?:mi\s+)?interessa\s+sapere)\s+"
+        r"(?:di\s+|del\s+|dello\s+|della\s+|dei\s+|degli\s+|delle\s+|dell'\s*|della\s+)?|"
+        r"(?:salta|saltate|saltiamo|salta\s+pure|tralascia|tralasciate)\s+(?:(?:la\s+parte|il\s+pezzo|le\s+info)\s+)?"
+        r"(?:sull'|sulla|sullo|sugli|sulle|sul|sui|su\b|(?:che\s+parla\s+)?(?:del|della|dei|delle|di)\b)\s*|"
+        r"(?:niente|nulla)\s+(?:su|sul|sulla|sullo|sui|sugli|sulle|sull'|di|del|della|dei|delle)\b\s*|"
+        r"(?:tutto|qualsiasi\s+cosa)\s+(?:tranne|eccetto|fuorch[eé])\s+|"
+        r"(?:evitando|eccetto)\s+(?=[^,;:.?!]{2,40}?,)",
+        "it",
+        "np",
+        "",
+    ),
     # absolute participles that also read as time ("tolti i punti, …" = once they are out): "else" needed
     (r"(?:tolt[oaie]|esclus[oaie]|eliminat[oaie])\s+", "it", "np", "already"),
     (r"se\s+non\s+(?:è|e'|sono)\s+", "it", "np-it", ""),
@@ -228,6 +279,8 @@ NOT_IN_DISLOCATED = re.compile(
     r"vi|ne|io|tu|lui|lei|noi|voi|loro)\b",
     re.IGNORECASE,
 )
+# a verb of knowing right after the clitic ("la toxoplasmosi la conosco"): X is known, whatever is asked next
+KNOWING_IT_RE = re.compile(r"^\s*(?:so|sappiamo|conosco|conosciamo|ho\s+capit[oaie]|abbiamo\s+capit[oaie])\b", re.I)
 KNOW_IT_RE = re.compile(rf"^\s*(?:{_KNOW_IT})\b|\b(?:già|gia|sotto\s+controllo)\b", re.IGNORECASE)
 
 # "other than that, she's fine", "a parte questo il bimbo sta bene": the idiom refers back and excludes nothing
