@@ -998,10 +998,9 @@ class SafetySettings(_Group):
 class RuntimeSettings(_Group):
     int8_matmul: Literal["auto", "int8", "fp32"] = Field(
         default="auto",
-        description="auto: the int8 exports where the CPU has avx512_vnni, avx_vnni or amx_int8, else their fp32 "
-        "copies (int8 MatMul saturates without VNNI: the Italian reranker scored relevant passages 0.01 instead of "
-        "0.9; fp32 there is no worse on MEDIQA / maternal and better on replies, +20-60% rerank time, "
-        "evaluation/results/int8-auto-s16.md). int8: the exports as shipped everywhere. fp32: the copies everywhere.",
+        description="auto: int8 ONNX where the CPU has VNNI / AMX-INT8, else fp32 copies (int8 MatMul saturates "
+        "there); no worse on MEDIQA / maternal, better replies, +40-60% rerank time (int8-auto-s16.md). "
+        "int8 / fp32: that everywhere.",
     )
 
 
