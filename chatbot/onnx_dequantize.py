@@ -110,7 +110,7 @@ def fp32_copy(model_file: Path, cache: Path | None = None) -> Path:
 
     root = cache or cache_dir()
     folder = root / CACHE_SUBDIR
-    target = folder / f"{sha256_of(Path(model_file))}.onnx"
+    target = folder / f"{sha256_of(Path(model_file), root)}.onnx"
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)
