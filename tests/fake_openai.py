@@ -202,7 +202,10 @@ class H(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if crash == "answer":
             import signal
-            os.kill(os.getpid(), signal.SIGSEGV)
+            import threading
+            # A real segfault stops the faulting thread at once; os.kill() would let the kernel deliver the
+            # signal to another thread while this one still sends the reply (a flaky test once).
+            signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
         text = "Tiredness often comes from poor sleep; good sleep habits help most people."
         text = "\ufffd\ufffd" if garbage else text
         self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
