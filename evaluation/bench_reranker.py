@@ -52,12 +52,24 @@ DEFAULT_CONFIGS = (
 )
 
 
-def parse_config(text: str) -> tuple[str, int, int]:
-    """'onnx:128:30' → ('onnx', 128, 30): runtime, max_length, candidates reranked."""
+RUNTIMES = ("torch", "onnx", "onnx-fp32")  # onnx: the int8 export as shipped; onnx-fp32: its dequantized fp32 copy
+
+
+def parse_config(text: str) -> tuple[str, int, int, str | None]:
+    """'onnx:128:30' → ('onnx', 128, 30, None): runtime, max_length, candidates reranked; a fourth part names
+    the model (a ``--model-dir NAME=DIR``), else ``--model``: 'onnx-fp32:256:50:L2' → (..., 'L2')."""
     parts = text.split(":")
-    if len(parts) != 3 or parts[0] not in ("torch", "onnx") or not (parts[1].isdigit() and parts[2].isdigit()):
-        raise ValueError(f"bad configuration {text!r}: expected RUNTIME:MAX_LENGTH:CANDIDATES, e.g. onnx:128:30")
-    return parts[0], int(parts[1]), int(parts[2])
+    if (
+        len(parts) not in (3, 4)
+        or parts[0] not in RUNTIMES
+        or not (parts[1].isdigit() and parts[2].isdigit())
+        or (len(parts) == 4 and not parts[3])
+    ):
+        raise ValueError(
+            f"bad configuration {text!r}: expected RUNTIME:MAX_LENGTH:CANDIDATES[:MODEL] with RUNTIME one of "
+            f"{', '.join(RUNTIMES)}, e.g. onnx:128:30"
+        )
+    return parts[0], int(parts[1]), int(parts[2]), parts[3] if len(parts) == 4 else None
 
 
 def candidates_for(data: Path, split: str, limit: int | None, embedder: str, top_k: int, log) -> dict[str, Any]:
@@ -76,23 +88,36 @@ def candidates_for(data: Path, split: str, limit: int | None, embedder: str, top
     return {"judged": judged, "hits": hits}
 
 
-def load_rerankers(configs: list[tuple[str, int, int]], model: Path, threads: int) -> dict[tuple[str, int], Any]:
+def load_rerankers(
+    configs: list[tuple[str, int, int, str | None]], model: Path, threads: int, models: dict[str, Path] | None = None
+) -> dict[tuple[str, int, str | None], Any]:
+    """One reranker per (runtime, max_length, model name) of ``configs``; a name is looked up in ``models``."""
     from chatbot.stages.rerank import CrossEncoderReranker
 
     out = {}
-    for runtime, max_length, _ in configs:
-        if (runtime, max_length) not in out:
-            rr = CrossEncoderReranker(model, threads=threads, runtime=runtime, max_length=max_length)
+    for runtime, max_length, _, name in configs:
+        if (runtime, max_length, name) not in out:
+            if name is not None and name not in (models or {}):
+                raise ValueError(f"configuration names model {name!r}, which no --model-dir NAME=DIR gives")
+            rr = CrossEncoderReranker(
+                model if name is None else models[name],
+                threads=threads,
+                runtime="torch" if runtime == "torch" else "onnx",
+                max_length=max_length,
+                int8_matmul="fp32" if runtime == "onnx-fp32" else "int8",
+            )
             if rr.note:
                 raise RuntimeError(rr.note)
-            out[(runtime, max_length)] = rr
+            out[(runtime, max_length, name)] = rr
     return out
 
 
-def run_test_sets(sets: dict[str, dict[str, Any]], configs, rerankers, rounds: int, log) -> dict[str, Any]:
+def run_test_sets(
+    sets: dict[str, dict[str, Any]], configs, rerankers, rounds: int, log, rrf_k: int | None = None
+) -> dict[str, Any]:
     from chatbot.stages.rerank import best_per_document, rerank
 
-    names = [":".join(map(str, c)) for c in configs]
+    names = [":".join(str(x) for x in c if x is not None) for c in configs]
     ranked: dict[str, dict[str, dict[str, list[str]]]] = {s: {n: {} for n in ["dense", *names]} for s in sets}
     latency: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -101,9 +126,10 @@ def run_test_sets(sets: dict[str, dict[str, Any]], configs, rerankers, rounds: i
             for i, (qid, hits) in enumerate(data["hits"].items()):
                 question = data["judged"].queries[qid]
                 ranked[set_name]["dense"][qid] = [h.segment.doc_id for h in best_per_document(hits)]
-                for name, (runtime, max_length, k) in zip(names, configs, strict=True):
+                for name, (runtime, max_length, k, model) in zip(names, configs, strict=True):
                     start, start_cpu = time.perf_counter(), time.process_time()
-                    out = rerank(question, hits, rerankers[(runtime, max_length)], None, candidates=k)
+                    reranker = rerankers[(runtime, max_length, model)]
+                    out = rerank(question, hits, reranker, None, candidates=k, rrf_k=rrf_k)
                     latency[name].append(time.perf_counter() - start)
                     cpu[name].append(time.process_time() - start_cpu)
                     if rnd == 0:
@@ -173,9 +199,9 @@ def run_validation(rerankers, data_root: Path, e5: bool, threads: int, log) -> d
             q = embedder.embed_queries([it.question])[0]
             scores.append(embedder.embed_passages(it.passages) @ q)
         out["bi-encoder e5"] = summarise(subset, scores)
-    for (runtime, max_length), rr in rerankers.items():
+    for (runtime, max_length, model), rr in rerankers.items():
         scores = [rr.predict([(it.question, p) for p in it.passages]) for it in items]
-        out[f"{runtime}:{max_length}"] = summarise(items, scores)
+        out[f"{runtime}:{max_length}" + (f":{model}" if model else "")] = summarise(items, scores)
     return out
 
 
@@ -201,6 +227,10 @@ def render(res: dict[str, Any], name: str = "reranker-bench") -> Report:
         f"{res['split']} split.",
         "",
     ]
+    if res.get("models"):
+        lines += ["Other models: " + ", ".join(f"{k} = `{v}`" for k, v in res["models"].items()) + ".", ""]
+    if res.get("rrf_k") is not None:
+        lines += [f"Order: reciprocal rank fusion with the first stage, k = {res['rrf_k']} (as the product ranks).", ""]
     test = res["test"]
     sets = list(test["quality"])
     head = "| configuration (runtime:max_length:candidates) | wall p50 ms | wall p95 ms | CPU p50 ms | CPU p95 ms |"
@@ -266,6 +296,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N judged queries per set")
     parser.add_argument("--embedder", default="minilm", help="bi-encoder of the eval index giving the candidates")
     parser.add_argument("--model", type=Path, default=SHIPPED_RERANKER)
+    parser.add_argument(
+        "--model-dir",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="another cross-encoder directory, named by a configuration's fourth part (onnx:256:50:NAME)",
+    )
+    parser.add_argument(
+        "--rrf-k",
+        type=int,
+        default=None,
+        help="fuse with the first stage's order as the product does (60); unset: the model alone",
+    )
     parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=1, help="latency rounds over the queries (quality: round 1)")
@@ -292,8 +335,14 @@ def measure(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
 
     torch.set_num_threads(args.threads)
     configs = [parse_config(c) for c in args.configs]
+    models = {}
+    for spec in args.model_dir:
+        label, sep, folder = spec.partition("=")
+        if not sep or not label or not folder:
+            raise ValueError(f"bad --model-dir {spec!r}: expected NAME=DIR")
+        models[label] = Path(folder)
     load_before = round(os.getloadavg()[0], 1)
-    rerankers = load_rerankers(configs, args.model, args.threads)
+    rerankers = load_rerankers(configs, args.model, args.threads, models)
     sets = {
         name: candidates_for(args.data_root / name, args.split, args.limit, args.embedder, 50, log)
         for name in args.sets
@@ -307,7 +356,11 @@ def measure(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
         "split": args.split,
         "load_before": load_before,
     }
-    res["test"] = run_test_sets(sets, configs, rerankers, args.rounds, log)
+    if models:
+        res["models"] = {k: str(v) for k, v in models.items()}
+    if args.rrf_k is not None:
+        res["rrf_k"] = args.rrf_k
+    res["test"] = run_test_sets(sets, configs, rerankers, args.rounds, log, args.rrf_k)
     if args.validation:
         res["validation"] = run_validation(rerankers, args.data_root, args.e5_baseline, args.threads, log)
     res["load_after"] = round(os.getloadavg()[0], 1)
