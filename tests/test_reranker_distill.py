@@ -112,3 +112,70 @@ def test_bench_configurations_name_runtime_length_candidates_and_optionally_a_mo
             parse_config(bad)
     with pytest.raises(ValueError, match="names model 'L9', which no --model-dir NAME=DIR gives"):
         load_rerankers([parse_config("onnx:128:30:L9")], SHIPPED_RERANKER, 1, {})
+
+
+BENCH = {
+    "split": "test",
+    "test": {
+        "quality": {
+            "s": {
+                "dense": {"P@3": 0.40},
+                "ref": {"P@3": 0.55},
+                "fast": {"P@3": 0.50},
+                "slow_worse": {"P@3": 0.45},
+                "fastest": {"P@3": 0.30},
+            }
+        },
+        "speed": {
+            "ref": {"cpu_p50_ms": 2000.0},
+            "fast": {"cpu_p50_ms": 500.0},
+            "slow_worse": {"cpu_p50_ms": 900.0},
+            "fastest": {"cpu_p50_ms": 100.0},
+        },
+    },
+}
+
+
+def test_the_frontier_keeps_configurations_nothing_beats_on_both_speed_and_quality(tmp_path):
+    from evaluation.plot_reranker_frontier import frontier_points, pareto, plot
+
+    points = frontier_points(BENCH, "P@3")["s"]
+    assert points == [
+        ("ref", 2000.0, 0.55),
+        ("fast", 500.0, 0.50),
+        ("slow_worse", 900.0, 0.45),
+        ("fastest", 100.0, 0.30),
+    ]
+    assert pareto(points) == ["ref", "fast", "fastest"]
+    out = plot(BENCH, "P@3", tmp_path / "f.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _pairs(*qids: str) -> list[rd.Pair]:
+    return [rd.Pair(q, "s", f"question {q}", f"passage {k}", k) for k, q in enumerate(qids)]
+
+
+def test_listwise_batches_hold_every_candidate_of_one_question_and_mse_batches_cut_the_shuffle():
+    import random
+
+    train = _pairs("a", "a", "b", "a", "b", "c")
+    listwise = rd.training_batches(train, "listwise", 4, 2, random.Random(0))
+    assert len(listwise) == 6  # 3 questions x 2 epochs
+    assert sorted(sorted(b) for b in listwise[:3]) == [[0, 1, 3], [2, 4], [5]]
+    assert sorted(sorted(b) for b in listwise[3:]) == [[0, 1, 3], [2, 4], [5]]
+
+    mse = rd.training_batches(train, "mse", 4, 1, random.Random(0))
+    assert [len(b) for b in mse] == [4, 2] and sorted(i for b in mse for i in b) == list(range(6))
+
+
+def test_the_listwise_loss_is_zero_when_the_student_matches_the_teacher_up_to_a_shift_and_mse_is_not():
+    import torch
+
+    teacher = torch.tensor([3.0, 1.0, -2.0])
+    shifted = teacher + 5.0  # the same order and softmax, other logits
+
+    assert rd.distillation_loss(shifted, teacher, "listwise", mse_weight=0.0).item() == pytest.approx(0.0, abs=1e-6)
+    assert rd.distillation_loss(shifted, teacher, "mse").item() == pytest.approx(25.0)
+    assert rd.distillation_loss(shifted, teacher, "listwise", mse_weight=0.1).item() == pytest.approx(2.5, abs=1e-5)
+    swapped = torch.tensor([1.0, 3.0, -2.0])
+    assert rd.distillation_loss(swapped, teacher, "listwise", mse_weight=0.0).item() > 0.5

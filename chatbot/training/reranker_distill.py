@@ -130,6 +130,41 @@ def top3_agreement(scores: np.ndarray, teacher: np.ndarray, groups: list[np.ndar
     return float(np.mean(shares)) if shares else 0.0
 
 
+def training_batches(train: Sequence[Pair], loss: str, batch_size: int, epochs: int, rng: random.Random):
+    """Index lists, one per step, for ``epochs`` shuffled passes: ``batch_size`` pairs (mse), or every pair of
+    one question (listwise: its candidates compete in one softmax)."""
+    if loss == "listwise":
+        by_question: dict[str, list[int]] = {}
+        for i, p in enumerate(train):
+            by_question.setdefault(p.qid, []).append(i)
+        units = list(by_question.values())
+    else:
+        units = [[i] for i in range(len(train))]
+    batches: list[list[int]] = []
+    for _ in range(epochs):
+        rng.shuffle(units)
+        if loss == "listwise":
+            batches += [list(u) for u in units]
+        else:
+            flat = [i for u in units for i in u]
+            batches += [flat[k : k + batch_size] for k in range(0, len(flat), batch_size)]
+    return batches
+
+
+def distillation_loss(student, teacher, loss: str, mse_weight: float = 0.1):
+    """mse: mean squared error of the logits; listwise: KL divergence of the student's softmax over the
+    question's candidates from the teacher's (the order is what the product uses), plus ``mse_weight`` × mse."""
+    import torch
+
+    mse = torch.nn.functional.mse_loss(student, teacher)
+    if loss == "mse":
+        return mse
+    kl = torch.nn.functional.kl_div(
+        torch.log_softmax(student, dim=0), torch.log_softmax(teacher, dim=0), reduction="sum", log_target=True
+    )
+    return kl + mse_weight * mse
+
+
 def build_student(teacher: Path, layers: int):
     from transformers import AutoModelForSequenceClassification
 
@@ -180,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument(
+        "--loss",
+        choices=("mse", "listwise"),
+        default="listwise",
+        help="listwise: per question, KL of the candidates' softmax (+ --mse-weight x mse); mse: logits alone",
+    )
+    p.add_argument("--mse-weight", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--evals", type=int, default=4, help="validation passes over the run")
@@ -248,11 +290,13 @@ def main(argv: list[str] | None = None) -> int:
             "top3_agreement": round(top3_agreement(scores, teacher, groups), 4),
         }
 
-    steps_per_epoch = math.ceil(len(train) / args.batch_size)
+    rng = random.Random(args.seed)
+    batches = training_batches(train, args.loss, args.batch_size, math.ceil(args.epochs), rng)
+    steps_per_epoch = len(batches) // max(1, math.ceil(args.epochs))
     total = max(1, int(steps_per_epoch * args.epochs))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, max(1, total // 10), total)
-    checkpoint = args.cache_dir / f"checkpoint-L{args.layers}.pt"
+    checkpoint = args.cache_dir / f"checkpoint-L{args.layers}-{args.loss}.pt"
     step, history = 0, []
     if args.resume and checkpoint.is_file():
         state = torch.load(checkpoint, weights_only=False)
@@ -264,29 +308,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         history.append({"step": 0, **validate()})
         _log(f"validation before training: {history[-1]}")
-    rng = random.Random(args.seed)
-    order: list[int] = []
-    for _ in range(math.ceil(args.epochs) + 1):
-        epoch = list(range(len(train)))
-        rng.shuffle(epoch)
-        order += epoch
     every = max(1, total // max(1, args.evals))
-    loss_fn = torch.nn.MSELoss()
-    start, running = time.time(), []
+    start, running, seen = time.time(), [], 0
     model.train()
     while step < total:
-        batch = [train[i] for i in order[step * args.batch_size : (step + 1) * args.batch_size]]
+        batch = [train[i] for i in batches[step]]
         target = torch.tensor([p.teacher for p in batch], dtype=torch.float32)
-        loss = loss_fn(model(**encode(batch)).logits[:, 0], target)
+        loss = distillation_loss(model(**encode(batch)).logits[:, 0], target, args.loss, args.mse_weight)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
         step += 1
-        running.append(float(loss))
+        running.append(loss.item())
+        seen += len(batch)
         if step % 20 == 0:
-            rate = 20 * args.batch_size / (time.time() - start)
+            rate, seen = seen / (time.time() - start), 0
             _log(f"step {step}/{total} loss {np.mean(running[-20:]):.3f} ({rate:.1f} pairs/s)")
             start = time.time()
         if step % every == 0 or step == total:
