@@ -3,7 +3,8 @@
 `python -m chatbot.training.reranker_distill --pairs SET=COLLECTION ... --layers 2 --out DIR`
 
 The student is the teacher's own first ``--layers`` transformer layers (embeddings, pooler and head kept), trained
-to reproduce the teacher's logits (mean squared error) on the pairs the product actually reranks: for each
+to reproduce the teacher's scores (``--loss listwise``: per question, the softmax over its candidates, plus a little
+mean squared error of the logits; ``--loss mse``: the logits alone) on the pairs the product actually reranks: for each
 *train-split* question of a set, the top ``--candidates`` segments of the product's first stage (exact cosine
 over a harness eval index built with e5-onnx, read from ``--data-dir``), read as the reranker reads them
 (``CrossEncoderReranker.passage``). No relevance label is needed, so MedQuAD's train questions can be asked of
@@ -29,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from chatbot.resources import shared_data_dir, workspace_root
+from chatbot.resources import shared_data_dir
+from chatbot.settings import SHIPPED_RERANKER
 
 PROG = "python -m chatbot.training.reranker_distill"
-TEACHER = workspace_root() / "models" / "reranker"
 # files of the teacher's directory that make the student a loadable CrossEncoder with the same tokenizer
 _COPIED = (
     "tokenizer.json",
@@ -207,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SET=COLLECTION[:LIMIT]",
         help="train questions of SET (a folder of --data-root) asked of the eval index COLLECTION; repeatable",
     )
-    p.add_argument("--teacher", type=Path, default=TEACHER)
+    p.add_argument("--teacher", type=Path, default=SHIPPED_RERANKER)
     p.add_argument("--layers", type=int, default=2, help="transformer layers the student keeps (of the teacher's)")
     p.add_argument("--candidates", type=int, default=40, help="first-stage segments per question")
     p.add_argument("--max-length", type=int, default=256, help="word pieces per pair, teacher and student")
