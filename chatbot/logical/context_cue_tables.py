@@ -210,7 +210,7 @@ AFTER_RE = [
 # Where X ends: punctuation, a dash, a conjunction, "already", or a question opening without a comma
 X_END = re.compile(
     r"\s*(?:[,;:?!()]|\.(?=\s|$)|\s[-–—]\s)|\s+(?:and|but|so|because|as|e|ma|quindi|perch[eé]|perche|"
-    r"already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|roba)\b|"
+    r"already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|tips|advice|roba)\b|"
     r"\s+(?=for\s+(?:a\s+(?:moment|second|minute|bit)|now)\b|(?:aside|to\s+one\s+side|on\s+one\s+side|to\s+the\s+side)\b)|\s+(?=out\s+of\s|out\s*[,;:])|\s+(?=please\b|per\s+favore\b|per\s+piacere\b)|\s+(?=(?:what|how|why|where|when|which|"
     r"is|are|do|does|can|could|should|cosa|come|quali|quale|dove|quando|devo|posso)\b)"
     # … or a new clause stating why: "its not anaemia my bloods were fine", "non e anemia ho fatto le analisi"
@@ -274,7 +274,7 @@ ONLY = re.compile(
 # after X: the stated clause's own words ("already", "for me", "so not that"), its reason ("because I measured
 # it", "perché l'ho misurata") and its comma or dash
 CUT_END = re.compile(
-    r"(?:\s+(?:already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|out(?:\s+of\s+(?:it|this|that))?|please|per\s+favore|per\s+piacere|for\s+(?:a\s+(?:moment|second|minute|bit)|now)|aside|to\s+one\s+side|on\s+one\s+side|to\s+the\s+side))*"
+    r"(?:\s+(?:already|già|gia|either|anymore|again|though|però|pero|thing|things|stuff|bit|tips|advice|out(?:\s+of\s+(?:it|this|that))?|please|per\s+favore|per\s+piacere|for\s+(?:a\s+(?:moment|second|minute|bit)|now)|aside|to\s+one\s+side|on\s+one\s+side|to\s+the\s+side))*"
     r"(?:\s+(?:so\s+)?(?:not\s+that|not\s+those|non\s+quell[oaie]))?"
     r"(?:,\s*(?:i|we)\s+(?:already\s+)?know\s+(?:those|that|them|it|about\s+(?:those|that|them))(?:\s+already)?)?"
     r"(?:\s+(?:because|since|as|perch[eé]|perche|visto\s+che|dato\s+che)\s[^,;:?!.]*(?=,))?"

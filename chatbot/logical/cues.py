@@ -210,7 +210,8 @@ _IT_CUE_WORDS = {
 
 # Italian cues of session 15's frames that open with a word shared with English or with an enclitic verb
 _IT_CUE_START = re.compile(
-    r"(?:salta|ignora|tralascia|lascia|togli|escludi)(?:l[oaie]|li)\b|"
+    r"(?:salta|saltiamo|ignora|ignoriamo|tralascia|tralasciamo|lascia|lasciamo|togli|togliamo|escludi|escludiamo|"
+    r"dimentica|dimentichiamo|metti|mettiamo)(?:l[oaie]|li)\b|mica\s|"
     r"no\s+(?:a|ad|al|allo|alla|ai|agli|alle|all'|consigli|info)\b|non\s+(?:m'|mi\s)|glie(?:l'|lo|la|li|le)"
 )
 

@@ -110,6 +110,9 @@ def _normalise(text: str) -> str:
     return " ".join(restore_apostrophes(text).split())
 
 
+TRAILING_FILLER = re.compile(r"\s+(?:eh|ehm|dai|insomma|ok|okay)$", re.IGNORECASE)
+
+
 def _strip_quotes(text: str) -> str:
     text = text.strip()
     for _ in range(3):
@@ -131,6 +134,7 @@ def _clean_term(text: str) -> str:
     text = " ".join(text.split())
     text = text.strip(" ,.;:!?-–—")
     text = LEADING_FILLER.sub("", strip_plea(text))
+    text = TRAILING_FILLER.sub("", text)  # "mica ti chiedo dei movimenti eh, …": the interjection is not X
     return _strip_quotes(text).strip(" ,.;:!?-–—")
 
 

@@ -89,7 +89,14 @@ AFTER_FRAMES: list[tuple[str, str, str]] = [
         "",
     ),
     # imperative with an enclitic: "la parte sul colostro saltala", "il ciuccio lascialo stare"
-    (r"(?:salta|ignora|tralascia|lascia|togli|escludi)(?:l[oaie]|li)(?:\s+(?:perdere|stare|pure|fuori))?", "it", ""),
+    # … and the first person plural or "metti/dimentica" (session 18): "la stanchezza lasciamola perdere"
+    (
+        r"(?:salta|saltiamo|ignora|ignoriamo|tralascia|tralasciamo|lascia|lasciamo|togli|togliamo|escludi|"
+        r"escludiamo|dimentica|dimentichiamo|metti|mettiamo)(?:l[oaie]|li)(?:\s+(?:perdere|stare|pure|fuori|"
+        r"da\s+parte))?",
+        "it",
+        "",
+    ),
 ]
 
 # (pattern ending where X begins, language, what X must be, extra sign): BEFORE-style, at a clause start
@@ -138,7 +145,7 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
         r"(?:lasciamo|lascia|lasciate|lasciando|teniamo|tenendo)\s+fuori\s+(?:(?:dal\s+discorso|dalla\s+risposta)\s+)?"
         r"|(?:mess[oaie]|lasciat[oaie])\s+(?:da\s+parte|stare|perdere|fuori)\s+|"
         r"a\s+prescindere\s+(?:dall'|dallo|dalla|dagli|dalle|dal|dai|da\b)\s*|"
-        r"(?:niente|nessun[oa]?|no)\s+(?:consigli|info|informazioni|spiegazioni|indicazioni|discorsi)\s+"
+        r"(?:niente|nessun[oa]?|no|senza)\s+(?:consigli|info|informazioni|spiegazioni|indicazioni|discorsi)\s+"
         r"(?:sull'|sulla|sullo|sugli|sulle|sul|sui|su\b|riguardo\s+(?:all'|alla|agli|alle|al|ai|a\b))\s*|"
         r"no\s+(?:a|ad|al|allo|alla|ai|agli|alle)\s+|no\s+all'\s*",
         "it",
@@ -155,6 +162,15 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
         r"(?:i|we)\s+(?:don'?t|do\s+not)\s+need\s+(?:(?:the|any)\s+)?(?:(?:info|stuff|bits?|advice)\s+(?:on|about)\s+)?"
         r"(?=[^,;:.?!]{2,40}?\s+(?:stuff|bits?|info|advice|part|section)\b)|"
         r"(?:excluding|except\s+for)\s+(?=[^,;:.?!]{2,40}?\s*,)",
+        "en",
+        "np-ing",
+        "",
+    ),
+    # session 18: "no X tips please", "I don't care about X", "not bothered about X"
+    (
+        r"no\s+(?:more\s+)?(?=[^,;:.?!]{2,40}?\s+(?:tips|advice)\b)|"
+        r"(?:(?:i|we)\s+)?(?:really\s+)?(?:don'?t|do\s+not)\s+care\s+(?:about|for)\s+(?:(?:the|all\s+the|any)\s+)?|"
+        r"(?:(?:i'?m|im|i\s+am|we'?re|we\s+are)\s+)?not\s+(?:bothered|fussed)\s+(?:about|with)\s+",
         "en",
         "np-ing",
         "",
@@ -185,7 +201,7 @@ BEFORE_FRAMES: list[tuple[str, str, str, str]] = [
         r"(?:non\s+(?:mi|ci)\s+parla(?:re)?|non\s+parlar(?:mi|ci)|non\s+(?:mi|ci)\s+dire|non\s+dir(?:mi|ci)|"
         r"non\s+ditemi|non\s+parlatemi|senza\s+(?:parlar(?:mi|ci)|dir(?:mi|ci)(?:\s+(?:niente|nulla))?|spiegar(?:mi|ci))|"
         r"non\s+(?:voglio|vorrei)\s+(?:leggere|sentire(?:\s+parlare)?|sapere(?:\s+niente|\s+nulla)?|sentir\s+parlare)|"
-        r"non\s+chiedo|non\s+(?:mi\s+)?interessa\s+sapere)\s+"
+        r"(?:non|mica)\s+(?:(?:ti|vi|le)\s+)?(?:sto\s+)?(?:chiedo|chiedendo|domando)|non\s+(?:mi\s+)?interessa\s+sapere)\s+"
         r"(?:di\s+|del\s+|dello\s+|della\s+|dei\s+|degli\s+|delle\s+|dell'\s*|della\s+)?|"
         r"(?:salta|saltate|saltiamo|salta\s+pure|tralascia|tralasciate)\s+(?:(?:la\s+parte|il\s+pezzo|le\s+info)\s+)?"
         r"(?:sull'|sulla|sullo|sugli|sulle|sul|sui|su\b|(?:che\s+parla\s+)?(?:del|della|dei|delle|di)\b)\s*|"
