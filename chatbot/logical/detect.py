@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from chatbot.logical.alternative_clauses import ruled_out_clauses
+from chatbot.logical.context_cues import asks as stated_asks
 from chatbot.logical.context_cues import stated_exclusions
 from chatbot.logical.cues import (
     ABBREVIATIONS,
@@ -60,6 +61,7 @@ from chatbot.logical.cues import (
     content_words,
     cue_language,
 )
+from chatbot.logical.dismissal import DISMISSAL_CUE, find_dismissals, text_language
 from chatbot.logical.frame_cue_tables import IDIOM_THAT
 from chatbot.logical.patient_cues import guarded_cues, noun_phrase, strip_plea
 from chatbot.logical.query import And, Node, Not, Term, to_string
@@ -336,7 +338,9 @@ def analyse(question: str) -> Detection | None:
     positive = _clean_positive(" ".join(pieces))
 
     negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in TRIVIAL]
-    if not negatives or not content_words(positive):
+    if not negatives:
+        return _learned(question)
+    if not content_words(positive):
         return None
     negatives = [n for n in negatives if n.lower() != positive.lower()]
     if not negatives:
@@ -344,6 +348,32 @@ def analyse(question: str) -> Detection | None:
     query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
     language = cue_language(cues[0])
     return Detection(query, positive, tuple(negatives), tuple(cues), language)
+
+
+def _learned(question: str) -> Detection | None:
+    """The dismissal model's reading (``chatbot.logical.dismissal``) when the rules found no exclusion: the clauses
+    it scores as dismissing a topic are cut, their topics become the NOT terms, and what is left must still ask."""
+    text = _normalise(question)
+    found = find_dismissals(text)
+    if not found:
+        return None
+    pieces, last = [], 0
+    for d in found:
+        pieces.append(text[last : d.start])
+        last = d.end
+    pieces.append(text[last:])
+    rest = " ".join(pieces)
+    if not stated_asks(rest, ""):
+        return None
+    positive = _clean_positive(re.sub(r"\s*[,;:]\s*(?=[,;:])", "", rest))
+    negatives = [n for d in found for n in _split_list(_clean_term(d.term), DISMISSAL_CUE)]
+    negatives = [
+        n for n in dict.fromkeys(negatives) if n and n.lower() not in TRIVIAL and n.lower() != positive.lower()
+    ]
+    if not negatives or not content_words(positive):
+        return None
+    query = And((Term(positive), *(Not(Term(n)) for n in negatives)))
+    return Detection(query, positive, tuple(negatives), (DISMISSAL_CUE,) * len(found), text_language(text))
 
 
 def _stated(text: str) -> list[tuple[int, int, str, str]]:
@@ -379,7 +409,7 @@ def _clean_positive(text: str) -> str:
     text = " ".join(text.split())
     text = re.sub(r"\s+([,?.!;:])", r"\1", text)
     text = re.sub(r",\s*(?=[?.!;,])", "", text)  # "…, ?" left by a cut
-    text = re.sub(r"^[,;:\s]+", "", text)
+    text = re.sub(r"^[,;:.!\s]+", "", text)
     text = re.sub(r"(?:[,;:]|\s(?:and|or|but|e|o|ma))+\s*([?.!]*)$", r"\1", text, flags=re.IGNORECASE)
     text = re.sub(r"([?.!])\s*[,;]\s*", r"\1 ", text)
     text = re.sub(r"\(\s*\)", "", text)

@@ -1,0 +1,45 @@
+"""Hashed word and character n-gram features of a short text: no vocabulary, both languages, typos carried by the
+character grams. Shared by the red-flag classifier and the exclusion detector's dismissal model."""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+import numpy as np
+
+from chatbot.stages.text_match import fold
+
+N_FEATURES = 1 << 18
+_WORD = re.compile(r"[a-z]+|\d+(?:[.,]\d+)?")
+
+
+def normalise(text: str) -> str:
+    """Folded (lower case, no accents), digits kept, repeated letters squeezed to two ("helppp" → "helpp")."""
+    return re.sub(r"([a-z])\1{2,}", r"\1\1", fold(text))
+
+
+def features(text: str, n_features: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, values) of the hashed features of one text: word 1-2-grams and character 3-5-grams of each
+    word (with boundary marks), signed hashing, log counts, L2-normalised."""
+    words = _WORD.findall(normalise(text))
+    grams: list[str] = [f"w {w}" for w in words]
+    grams += [f"b {a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    for w in words:
+        if w.isdigit():
+            continue
+        padded = f"<{w}>"
+        for n in (3, 4, 5):
+            grams += [padded[i : i + n] for i in range(len(padded) - n + 1)]
+    if not grams:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    counts: dict[int, float] = {}
+    for g in grams:
+        h = zlib.crc32(g.encode("utf-8"))
+        idx = h % n_features
+        counts[idx] = counts.get(idx, 0.0) + (1.0 if (h >> 31) & 1 else -1.0)
+    idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    val = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
+    val = np.sign(val) * np.log1p(np.abs(val))
+    norm = float(np.linalg.norm(val))
+    return idx, (val / norm if norm else val)

@@ -1,0 +1,197 @@
+"""Fit the dismissal model of the exclusion detector (``chatbot.logical.dismissal``).
+
+    python -m chatbot.training.dismissal [--ship models/dismissal] [--max-false-rate 0.005] [--C 4.0]
+
+Training clauses (no shared-data text):
+- ``dismissal_data/seeds.jsonl``: clauses we wrote, dismissing a topic or not (negated symptoms, states, worries);
+- silver positives: in our exclusion sets, the clauses of the questions the rules route that hold a NOT term and
+  ask nothing; the asking clauses of those questions are negatives (questions the rules leave unrouted are skipped:
+  their clauses are unknown);
+- negatives: every clause of the questions of our reply, gate, relevance and red-flag sets that the rules do not
+  route (red-flag sets v1-v8 only, reply sets but heldout-v11: the later sets stay for the false-route check).
+The bar is chosen out of fold (5 folds, fixed seed): the lowest score whose false-positive rate over the negative
+clauses is at most ``--max-false-rate``. Weights int8 with one scale, a card with the counts and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from chatbot.hashed_ngrams import features
+from chatbot.logical.context_cue_tables import QUESTION
+from chatbot.logical.detect import analyse
+from chatbot.logical.dismissal import DismissalModel, clauses
+from chatbot.resources import workspace_root
+
+N_FEATURES = 1 << 18
+SEEDS = Path(__file__).parent / "dismissal_data" / "seeds.jsonl"
+TEMPLATES = Path(__file__).parent / "dismissal_data" / "templates.json"
+EXCLUSION_SETS = ("evaluation/data/exclusions_cards_*.jsonl", "evaluation/data/exclusion_detect_s1*.jsonl")
+NEGATIVE_SETS = (
+    "evaluation/replies/*.jsonl",
+    "evaluation/redteam/gate*.jsonl",
+    "evaluation/redteam/relevance*.jsonl",
+    "evaluation/redteam/questions.jsonl",
+    *(f"evaluation/redflags/testset{v}.jsonl" for v in ("", "-v2", "-v3", "-v4", "-v5", "-v6", "-v7", "-v8")),
+)
+HELD_BACK = ("evaluation/replies/heldout-v11.jsonl",)  # false-route check only
+
+
+def _questions(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            text = row.get("question") or row.get("text")
+            if isinstance(text, str):
+                rows.append({**row, "text": text})
+    return rows
+
+
+def _asks(clause: str) -> bool:
+    return "?" in clause or QUESTION.search(clause) is not None
+
+
+def templated(path: Path = TEMPLATES) -> list[tuple[str, bool, str]]:
+    """(clause, dismisses, source) of the templates: every dismissing frame with every topic, every negated-state
+    frame with every symptom, and the plain states, per language."""
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    out: list[tuple[str, bool, str]] = []
+    for lang in ("en", "it"):
+        part = spec[lang]
+        out += [(f.format(t=t), True, f"templates-{lang}") for f in part["dismiss"] for t in part["topics"]]
+        out += [(f.format(s=s), False, f"templates-{lang}") for f in part["state"] for s in part["symptoms"]]
+        out += [(text, False, f"templates-{lang}") for text in part["plain"]]
+    return out
+
+
+def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
+    """(clause, dismisses, source) of every training clause (see the module docstring), duplicates dropped."""
+    out: list[tuple[str, bool, str]] = []
+    for row in _questions(SEEDS):
+        out.append((row["text"], bool(row["dismisses"]), "seeds"))
+    out += templated()
+    for pattern in EXCLUSION_SETS:
+        for path in sorted(root.glob(pattern)):
+            for row in _questions(path):
+                if row.get("exclusion") is False:
+                    continue
+                found = analyse(row["text"])
+                if found is None:
+                    continue
+                nots = [n.lower() for n in found.negatives]
+                for a, b in clauses(row["text"]):
+                    clause = row["text"][a:b].strip()
+                    holds = any(n in clause.lower() for n in nots)
+                    if holds and not _asks(clause):
+                        out.append((clause, True, path.name))
+                    elif not holds and _asks(clause):
+                        out.append((clause, False, path.name))
+    held = {str(root / p) for p in HELD_BACK}
+    for pattern in NEGATIVE_SETS:
+        for name in sorted(glob.glob(str(root / pattern))):
+            if name in held:
+                continue
+            for row in _questions(Path(name)):
+                if analyse(row["text"]) is not None:
+                    continue
+                out += [(row["text"][a:b].strip(), False, Path(name).name) for a, b in clauses(row["text"])]
+    for path in sorted(root.glob("evaluation/data/exclusion_detect_s1*.jsonl")):
+        for row in _questions(path):
+            if row.get("exclusion") is False:
+                out += [(row["text"][a:b].strip(), False, path.name) for a, b in clauses(row["text"])]
+    seen: dict[str, tuple[str, bool, str]] = {}
+    for clause, label, source in out:
+        key = " ".join(clause.lower().split())
+        if len(re.findall(r"\w+", key)) >= 1:
+            seen.setdefault(key, (clause, label, source))
+    return list(seen.values())
+
+
+def matrix(texts: list[str]) -> sparse.csr_matrix:
+    rows, cols, vals = [], [], []
+    for i, t in enumerate(texts):
+        idx, val = features(t, N_FEATURES)
+        rows += [i] * len(idx)
+        cols += idx.tolist()
+        vals += val.tolist()
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), N_FEATURES), dtype=np.float32)
+
+
+def fit(x: sparse.csr_matrix, y: np.ndarray, c: float, seed: int) -> tuple[np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    clf = LogisticRegression(C=c, class_weight="balanced", max_iter=2000, random_state=seed)
+    clf.fit(x, y)
+    return clf.coef_[0].astype(np.float32), float(clf.intercept_[0])
+
+
+def out_of_fold(x: sparse.csr_matrix, y: np.ndarray, c: float, seed: int, k: int = 5) -> np.ndarray:
+    fold = np.random.default_rng(seed).permutation(len(y)) % k
+    p = np.zeros(len(y))
+    for f in range(k):
+        w, b = fit(x[fold != f], y[fold != f], c, seed)
+        p[fold == f] = 1.0 / (1.0 + np.exp(-(x[fold == f] @ w + b)))
+    return p
+
+
+def choose_bar(p: np.ndarray, y: np.ndarray, max_false_rate: float) -> float:
+    """The lowest score whose false-positive rate over the negatives is at most ``max_false_rate``."""
+    neg = np.sort(p[~y])[::-1]
+    allowed = int(np.floor(max_false_rate * len(neg)))
+    return float(min(0.99, neg[allowed] + 1e-6)) if len(neg) > allowed else 0.5
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ship", type=Path, default=None, help="write the model here (e.g. models/dismissal)")
+    ap.add_argument("--C", type=float, default=4.0)
+    ap.add_argument("--max-false-rate", type=float, default=0.005)
+    ap.add_argument("--seed", type=int, default=18)
+    args = ap.parse_args(argv)
+    root = workspace_root()
+    data = training_clauses(root)
+    texts = [t for t, _, _ in data]
+    y = np.array([lab for _, lab, _ in data], dtype=bool)
+    x = matrix(texts)
+    p = out_of_fold(x, y, args.C, args.seed)
+    bar = choose_bar(p, y, args.max_false_rate)
+    recall = float((p[y] >= bar).mean())
+    false_rate = float((p[~y] >= bar).mean())
+    print(f"clauses {len(y)} (dismissing {int(y.sum())}); out-of-fold bar {bar:.3f}: recall {recall:.3f}, "
+          f"false-positive rate {false_rate:.4f}")  # fmt: skip
+    sources: dict[str, list[int]] = {}
+    for (_, lab, src), q in zip(data, p, strict=True):
+        s = sources.setdefault(f"{src} {'pos' if lab else 'neg'}", [0, 0])
+        s[0] += 1
+        s[1] += int(q >= bar)
+    for name, (n, hit) in sorted(sources.items()):
+        print(f"  {name}: {hit}/{n} at or above the bar")
+    if args.ship:
+        w, b = fit(x, y, args.C, args.seed)
+        meta = {
+            "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words (chatbot.hashed_ngrams)",
+            "head": f"binary logistic regression, C={args.C}, balanced classes, int8 weights (one scale)",
+            "seed": args.seed,
+            "clauses": len(y),
+            "dismissing": int(y.sum()),
+            "oof_recall": round(recall, 4),
+            "oof_false_rate": round(false_rate, 5),
+            "max_false_rate": args.max_false_rate,
+            "command": "python -m chatbot.training.dismissal " + " ".join(sys.argv[1:]),
+        }
+        DismissalModel(w, b, bar, N_FEATURES).save(args.ship, meta)
+        print(f"wrote {args.ship}")
+
+
+if __name__ == "__main__":
+    main()
