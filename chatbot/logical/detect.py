@@ -350,6 +350,15 @@ def analyse(question: str) -> Detection | None:
     return Detection(query, positive, tuple(negatives), tuple(cues), language)
 
 
+# what is asked points back at the dismissed clause's topic: that topic is wanted, not ruled out
+ANAPHORA = re.compile(
+    r"\b(?:about|need|needs|take|give|use|on|of|with|for|have|try|get|do|read|know)\s+(?:it|them)\b|\bne\s+(?:devo|posso|serve)|"
+    r"\b(?:is|was|are|were)\s+(?:that|this|it|they)\s+(?:ok|okay|alright|safe|normal|fine|bad|a\s+problem|harmful|"
+    r"dangerous|risky|enough)\b",
+    re.IGNORECASE,
+)
+
+
 def _learned(question: str) -> Detection | None:
     """The dismissal model's reading (``chatbot.logical.dismissal``) when the rules found no exclusion: the clauses
     it scores as dismissing a topic are cut, their topics become the NOT terms, and what is left must still ask."""
@@ -363,8 +372,8 @@ def _learned(question: str) -> Detection | None:
         last = d.end
     pieces.append(text[last:])
     rest = " ".join(pieces)
-    if not stated_asks(rest, ""):
-        return None
+    if not stated_asks(rest, "") or ANAPHORA.search(rest):
+        return None  # nothing asked, or the question asks about the clause's topic ("… does my baby need it?")
     positive = _clean_positive(re.sub(r"\s*[,;:]\s*(?=[,;:])", "", rest))
     negatives = [n for d in found for n in _split_list(_clean_term(d.term), DISMISSAL_CUE)]
     negatives = [

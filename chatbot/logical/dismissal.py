@@ -36,6 +36,10 @@ NEGATED_STATE = re.compile(
     r"(?:\w+ing|\w+ando|\w+endo)(?:\s+(?:anymore|any\s+more|yet|now|più|piu|ancora))?\s*$",
     re.IGNORECASE,
 )
+# "il latte non basta", "one feed isn't enough": more of the same is wanted, not something else
+NOT_ENOUGH = re.compile(
+    r"\b(?:non\s+(?:mi\s+|gli\s+|le\s+)?basta(?:no)?|(?:isn'?t|is\s+not|aren'?t|not)\s+enough)\b", re.I
+)
 # a clause that asks is never the dismissed part (a question word opening it, or "?" right after it)
 ASKING = re.compile(
     r"^\s*(?:(?:and|but|so|e|ma|quindi)\s+)?(?:what|how|why|where|when|which|who|is|are|do|does|did|can|could|should|would|will|any|"
@@ -56,7 +60,9 @@ DISMISSAL_WORDS = frozenset(
     remind explain explaining spare skip ignore forget leave left out aside mind bother bothered fussed interested
     worried worry after looking care relevant apply applies concern concerns matter fine okay ok old news
     cleared settled gone passed stopped quit tried try trying work worked working didnt didn't help helped
-    but ma pero però sure fatte asking ask asked reason curious curiosity future friend chiedo curiosita curiosità l'ho l'hanno
+    altro altri altra altre else more anything something everything someone anyone qualcosa
+    but ma pero però sure fatte asking ask asked reason curious curiosity future friend chiedo curiosita
+    curiosità l'ho l'hanno
     l'abbiamo
     helping useless waste for us me we i you my our your its it's that's thats this that those these them
     so thanks thank please pls lol haha anyway now yet though just really even already also too either neither
@@ -202,7 +208,7 @@ def find_dismissals(text: str, model: DismissalModel | None = None) -> list[Dism
         clause = text[a:b]
         if "?" in text[b : b + 3] or ASKING.search(clause) or not _marked(clause) or len(clause.split()) > MAX_WORDS:
             continue  # the clause asks, says nothing is dismissed, or tells a story (a dismissal is said briefly)
-        if NOT_DONE.search(clause) or NEGATED_STATE.match(clause):
+        if NOT_DONE.search(clause) or NEGATED_STATE.match(clause) or NOT_ENOUGH.search(clause):
             continue  # "non ho fatto la toxoplasmosi", "im not breastfeeding": a fact about the patient, which matters
         p = model.score(clause)
         if p >= model.threshold and (term := dismissed_term(clause)):
