@@ -197,6 +197,12 @@ class RetrievalSettings(_Group):
         "every other question to `pipeline` (chatbot.stages.route); a pipeline named by the caller is kept. "
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
+    learned_exclusions: bool = Field(
+        default=True,
+        description="When the cue rules find no exclusion, let the dismissal model (models/dismissal) find a clause "
+        "ruling a topic out ('formula's not for us'). Off: rules only. Fresh exclusion set v11: "
+        "evaluation/results/exclusions-s18.md.",
+    )
     stage_order: bool = Field(
         default=False,
         description="Cards whose `stage` contradicts the question's ('my 6 week old') go below the others after "

@@ -73,6 +73,20 @@ def test_a_named_pipeline_and_the_switch_win_over_the_router():
     assert route(question, None, off) == Route("dense+rerank", "router off (retrieval.route_exclusions=false)")
 
 
+def test_a_dismissal_only_the_model_reads_is_routed_unless_the_setting_is_off():
+    question = "lo svezzamento non c'entra, quante ore dorme un neonato?"
+    chosen = route(question, None, Settings())
+    assert (chosen.pipeline, chosen.reason, chosen.excluded) == (
+        "logical",
+        "exclusion cue 'dismissal (model)' (it)",
+        ("svezzamento",),
+    )
+    off = Settings(retrieval={"learned_exclusions": False})
+    assert route(question, None, off) == Route("dense+rerank", "no exclusion in the question")
+    # a rule's exclusion is routed either way
+    assert route("What helps with nausea other than ginger?", None, off).pipeline == "logical"
+
+
 def test_answer_routes_an_exclusion_question_and_drops_the_excluded_document(tmp_path, fake_embedder):
     services = make_services(tmp_path, fake_embedder)
 
