@@ -76,10 +76,12 @@ def test_a_single_clause_or_an_asking_clause_is_never_cut(text: str) -> None:
         "non ho fatto la toxoplasmosi, posso mangiare il crudo?",  # something not done matters
         "im not breastfeeding, when will my period come back?",  # a negated state of the patient
         "the car seat is comfy, how warm should the nursery be?",  # no negation nor word of dismissal
+        "mia suocera dice di dargli già la camomilla, è vero?",  # what someone else says
+        "one feed isn't enough, how often should a newborn feed?",  # more of the same is wanted
     ],
 )
 def test_facts_about_the_patient_and_unmarked_clauses_are_never_dismissals(text: str) -> None:
-    model = _model({"toxoplasmosi": 10.0, "breastfeeding": 10.0, "comfy": 10.0})
+    model = _model({"toxoplasmosi": 10.0, "breastfeeding": 10.0, "comfy": 10.0, "camomilla": 10.0, "feed": 10.0})
     assert find_dismissals(text, model) == []
 
 
@@ -130,6 +132,12 @@ SHIPPED_UNROUTED = [
     "im not breastfeeding, when will my period come back?",
     "not sure, how many wet nappies should a newborn have?",
 ]
+
+
+def test_the_rules_alone_leave_a_dismissal_to_the_model() -> None:
+    question = "lo svezzamento non c'entra, quante ore dorme un neonato?"
+    assert analyse(question, learned=False) is None
+    assert analyse(question) is not None
 
 
 def test_the_model_ships() -> None:

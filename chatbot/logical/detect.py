@@ -245,8 +245,9 @@ class _Found:
 # -- main entry points -----------------------------------------------------------------------------------
 
 
-def analyse(question: str) -> Detection | None:
-    """The exclusion structure of ``question``, or None when it has none (route to the usual pipeline)."""
+def analyse(question: str, learned: bool = True) -> Detection | None:
+    """The exclusion structure of ``question``, or None when it has none (route to the usual pipeline).
+    ``learned=False``: the cue rules only, without the dismissal model's fallback."""
     text = _normalise(question)
     if not text:
         return None
@@ -339,7 +340,7 @@ def analyse(question: str) -> Detection | None:
 
     negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in TRIVIAL]
     if not negatives:
-        return _learned(question)
+        return _learned(question) if learned else None
     if not content_words(positive):
         return None
     negatives = [n for n in negatives if n.lower() != positive.lower()]

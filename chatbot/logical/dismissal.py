@@ -40,6 +40,8 @@ NEGATED_STATE = re.compile(
 NOT_ENOUGH = re.compile(
     r"\b(?:non\s+(?:mi\s+|gli\s+|le\s+)?basta(?:no)?|(?:isn'?t|is\s+not|aren'?t|not)\s+enough)\b", re.I
 )
+# what someone else says ("mia suocera dice di dargli già la camomilla") is advice reported, not a topic ruled out
+REPORTED = re.compile(r"\b(?:dice|dicono|diceva|says|say|said)\b", re.IGNORECASE)
 # a clause that asks is never the dismissed part (a question word opening it, or "?" right after it)
 ASKING = re.compile(
     r"^\s*(?:(?:and|but|so|e|ma|quindi)\s+)?(?:what|how|why|where|when|which|who|is|are|do|does|did|can|could|should|would|will|any|"
@@ -94,6 +96,8 @@ MARKERS = frozenset(
     letto spiegato spiegata spiegati spiegate detto parlato scontate scontato scontati passata passato sparita
     sparito finita finito risolto risolta posto lascia lasciamo lasciamola lascialo lasciala lasciando tralascia
     tralasciamo salta saltiamo dimentica evita provato
+    ok okay great good well irrelevant tranquilla tranquillo bene benissimo benone controllo finita finito
+    passata passato irrilevante
     """.split()
 )
 _TOKEN = re.compile(r"[\wÀ-ÿ]+(?:'[\wÀ-ÿ]+)?|'")
@@ -135,7 +139,8 @@ def clauses(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _marked(clause: str) -> bool:
+def marked(clause: str) -> bool:
+    """Whether ``clause`` holds a negation or a word of dismissal (``MARKERS``)."""
     words = re.findall(r"[\wÀ-ÿ]+(?:'[\wÀ-ÿ]+)?", fold(clause))
     return any(w in MARKERS for w in words)
 
@@ -206,9 +211,14 @@ def find_dismissals(text: str, model: DismissalModel | None = None) -> list[Dism
     out = []
     for a, b in spans:
         clause = text[a:b]
-        if "?" in text[b : b + 3] or ASKING.search(clause) or not _marked(clause) or len(clause.split()) > MAX_WORDS:
+        if "?" in text[b : b + 3] or ASKING.search(clause) or not marked(clause) or len(clause.split()) > MAX_WORDS:
             continue  # the clause asks, says nothing is dismissed, or tells a story (a dismissal is said briefly)
-        if NOT_DONE.search(clause) or NEGATED_STATE.match(clause) or NOT_ENOUGH.search(clause):
+        if (
+            NOT_DONE.search(clause)
+            or NEGATED_STATE.match(clause)
+            or NOT_ENOUGH.search(clause)
+            or REPORTED.search(clause)
+        ):
             continue  # "non ho fatto la toxoplasmosi", "im not breastfeeding": a fact about the patient, which matters
         p = model.score(clause)
         if p >= model.threshold and (term := dismissed_term(clause)):

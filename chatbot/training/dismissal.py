@@ -5,8 +5,8 @@
 Training clauses (no shared-data text):
 - ``dismissal_data/seeds.jsonl``: clauses we wrote, dismissing a topic or not (negated symptoms, states, worries);
 - silver positives: in our exclusion sets, the clauses of the questions the rules route that hold a NOT term and
-  ask nothing; the asking clauses of those questions are negatives (questions the rules leave unrouted are skipped:
-  their clauses are unknown);
+  ask nothing; the asking clauses of those questions are negatives; of the questions the rules leave unrouted, a
+  clause that asks nothing, has a marker and names a word of an excluded card's title is a positive;
 - negatives: every clause of the questions of our reply, gate, relevance and red-flag sets that the rules do not
   route (red-flag sets v1-v8 only, reply sets but heldout-v11: the later sets stay for the false-route check).
 The bar is chosen out of fold (5 folds, fixed seed): the lowest score whose false-positive rate over the negative
@@ -29,7 +29,7 @@ from scipy import sparse
 from chatbot.hashed_ngrams import features
 from chatbot.logical.context_cue_tables import QUESTION
 from chatbot.logical.detect import analyse
-from chatbot.logical.dismissal import DismissalModel, clauses
+from chatbot.logical.dismissal import MAX_WORDS, DismissalModel, clauses, marked
 from chatbot.resources import workspace_root
 
 N_FEATURES = 1 << 18
@@ -74,19 +74,54 @@ def templated(path: Path = TEMPLATES) -> list[tuple[str, bool, str]]:
     return out
 
 
+GENERIC = frozenset(
+    "pregnancy pregnant baby babies newborn your what when how after before during first gravidanza bambino neonato "
+    "della delle degli come quando dopo prima".split()
+)
+
+
+def card_topics(root: Path) -> dict[str, set[str]]:
+    """Card id → the 5-letter stems of its title and id words (generic words dropped)."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((root / "corpus" / "demo" / "cards").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        title = re.search(r"^title:\s*\"?(.*?)\"?$", text, re.M)
+        words = re.findall(r"[a-zà-ÿ]{4,}", (path.stem + " " + (title.group(1) if title else "")).lower())
+        out[path.stem] = {w[:5] for w in words if w not in GENERIC}
+    return out
+
+
+def _unrouted_positives(row: dict[str, Any], topics: dict[str, set[str]], source: str) -> list[tuple[str, bool, str]]:
+    """Clauses of an exclusion-set question the rules leave unrouted: a clause that asks nothing, says it dismisses
+    (``dismissal.marked``) and names a word of an excluded card's title is a positive; an asking clause a negative."""
+    excluded = set().union(*(topics.get(c, set()) for c in row.get("excluded_card_ids", []))) if topics else set()
+    out = []
+    for a, b in clauses(row["text"]):
+        clause = row["text"][a:b].strip()
+        stems = {w[:5] for w in re.findall(r"[a-zà-ÿ]{4,}", clause.lower())}
+        if _asks(clause) or "?" in row["text"][b : b + 3]:
+            out.append((clause, False, source))
+        elif marked(clause) and stems & excluded and len(clause.split()) <= MAX_WORDS:
+            out.append((clause, True, source))
+    return out
+
+
 def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
     """(clause, dismisses, source) of every training clause (see the module docstring), duplicates dropped."""
     out: list[tuple[str, bool, str]] = []
     for row in _questions(SEEDS):
         out.append((row["text"], bool(row["dismisses"]), "seeds"))
     out += templated()
+    topics = card_topics(root)
     for pattern in EXCLUSION_SETS:
         for path in sorted(root.glob(pattern)):
             for row in _questions(path):
                 if row.get("exclusion") is False:
                     continue
-                found = analyse(row["text"])
+                found = analyse(row["text"], learned=False)
                 if found is None:
+                    if "excluded_card_ids" in row:
+                        out += _unrouted_positives(row, topics, path.name + " unrouted")
                     continue
                 nots = [n.lower() for n in found.negatives]
                 for a, b in clauses(row["text"]):
@@ -106,7 +141,7 @@ def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
             if name in held:
                 continue
             for row in _questions(Path(name)):
-                if analyse(row["text"]) is not None:
+                if analyse(row["text"], learned=False) is not None:
                     continue
                 out += [(row["text"][a:b].strip(), False, Path(name).name) for a, b in clauses(row["text"])]
     seen: dict[str, tuple[str, bool, str]] = {}
@@ -132,10 +167,21 @@ def matrix(texts: list[str]) -> sparse.csr_matrix:
 HARD_WEIGHT = 5.0
 
 
+# a dismissal a person wrote (our seeds, the clauses mined from the sets) against one expanded from a template
+REAL_POSITIVE_WEIGHT = 3.0
+
+
 def sample_weights(data: list[tuple[str, bool, str]]) -> np.ndarray:
-    """One weight per clause: ``HARD_WEIGHT`` for a hand-written negative, 1 otherwise."""
+    """One weight per clause: ``HARD_WEIGHT`` for a hand-written negative, ``REAL_POSITIVE_WEIGHT`` for a positive
+    not expanded from a template, 1 otherwise."""
     hard = ("seeds", "templates-en", "templates-it", "must-not-route")
-    return np.array([HARD_WEIGHT if (not lab and src in hard) else 1.0 for _, lab, src in data])
+
+    def weight(label: bool, source: str) -> float:
+        if not label:
+            return HARD_WEIGHT if source in hard else 1.0
+        return 1.0 if source.startswith("templates") else REAL_POSITIVE_WEIGHT
+
+    return np.array([weight(lab, src) for _, lab, src in data])
 
 
 def fit(
