@@ -155,6 +155,12 @@ def list_models() -> list[dict[str, Any]]:
         name = f"tuned e5 query encoder (embedding.query_encoder={settings.embedding.query_encoder})"
         source = "e5-small layers 8-11 (our rebuild) tuned by chatbot/training/query_encoder.py"
         out.append(_model_entry(name, qe, "layers.safetensors", source))
+    dm = shipped_model("dismissal")
+    if (dm / "weights.npz").is_file():
+        learned = settings.retrieval.learned_exclusions
+        name = f"dismissal model of the exclusion detector (retrieval.learned_exclusions={learned})"
+        source = "hashed n-gram logistic head trained by `python -m chatbot.training.dismissal` on our own clauses"
+        out.append(_model_entry(name, dm, "weights.npz", source))
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
     configured = settings.embedding.e5_dir

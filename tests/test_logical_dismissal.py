@@ -140,6 +140,15 @@ def test_the_rules_alone_leave_a_dismissal_to_the_model() -> None:
     assert analyse(question) is not None
 
 
+def test_chatbot_models_lists_the_dismissal_model() -> None:
+    from chatbot.models_cli import list_models
+
+    rows = [r for r in list_models() if r["path"].endswith("models/dismissal")]
+    assert len(rows) == 1
+    assert rows[0]["weights"] == "weights.npz" and len(rows[0]["sha256"]) == 64
+    assert "retrieval.learned_exclusions=True" in rows[0]["name"]
+
+
 def test_the_model_ships() -> None:
     model = shipped_model_of()
     assert model is not None, (
