@@ -1,5 +1,5 @@
-"""Session 16's exclusion frames and the apostrophe normaliser: exact decompositions of must-route questions and
-questions with the same words that exclude nothing (all our own sentences)."""
+"""Session 16's and 18's exclusion frames and the apostrophe normaliser: exact decompositions of must-route
+questions and questions with the same words that exclude nothing (all our own sentences)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,26 @@ MUST_ROUTE = [
     ("eccetto il tonno, quali pesci posso mangiare?", "quali pesci posso mangiare", ("il tonno",), "it"),
     ("l'allattamento lo conosco, mi parli del biberon?", "mi parli del biberon", ("l'allattamento",), "it"),
     ("non voglio leggere dei vaccini ma delle visite del neonato", "delle visite del neonato", ("vaccini",), "it"),
+    # session 18: "no X tips/advice", "don't care about X", "not bothered about X", Italian enclitic first-person
+    # plurals, "mica/non ti (sto) chiedo/chiedendo di X", "senza consigli su X" (the interjection after X is not X)
+    ("no sleep advice please, how much milk should a 2 month old drink?",
+     "how much milk should a 2 month old drink", ("sleep",), "en"),
+    ("we got twins so no more feeding tips, how do i get them to nap at the same time?",
+     "we got twins how do i get them to nap at the same time", ("feeding",), "en"),
+    ("i really dont care about the cost, which breast pump is best?", "which breast pump is best", ("cost",), "en"),
+    ("Not bothered about weight gain, is swimming ok at 30 weeks?", "is swimming ok at 30 weeks", ("weight gain",),
+     "en"),
+    ("la dieta lasciamola perdere, come si cura la stitichezza in gravidanza?",
+     "come si cura la stitichezza in gravidanza", ("la dieta",), "it"),
+    ("gli integratori mettiamoli da parte, quanto pesce posso mangiare?", "quanto pesce posso mangiare",
+     ("gli integratori",), "it"),
+    # the interjection after X is not part of it
+    ("mica ti chiedo dello svezzamento eh, quando spuntano i denti?", "quando spuntano i denti", ("svezzamento",),
+     "it"),
+    ("non ti sto chiedendo della nausea, cosa posso prendere per il mal di testa?",
+     "cosa posso prendere per il mal di testa", ("nausea",), "it"),
+    ("senza consigli sul ciuccio, come calmo un neonato che piange?", "come calmo un neonato che piange",
+     ("ciuccio",), "it"),
 ]  # fmt: skip
 
 MUST_NOT_ROUTE = [
@@ -57,6 +77,13 @@ MUST_NOT_ROUTE = [
     "non mi manca il fiato, solo un po di tosse, è grave?",
     "la febbre la misuro come?",
     "non voglio sapere se è grave?",
+    # session 18
+    "I don't care if it hurts, can I keep running?",
+    "no pain though, is that normal?",
+    "my wife doesnt care about the baby, is that postnatal depression?",
+    "non ti chiedo niente, sto solo male",
+    "no tips from the midwife yet, is that normal?",
+    "lascialo dormire, quando devo svegliarlo per la poppata?",
 ]
 
 
