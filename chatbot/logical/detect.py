@@ -28,6 +28,9 @@ Exclusions a patient states as context before asking ("I already tried X, …", 
 allergic to X, …", "not asking about X, …", "X l'ho già provato, …", "che non sia X, …") are cut whole, as
 ``chatbot.logical.context_cues`` finds them. A yes/no question also ends a leading exclusion ("besides X do I
 need Y"), and a patient's list of short items is split ("other than alcohol and caffeine").
+When no cue is read, a learned fallback (``chatbot.logical.dismissal``, ``models/dismissal``) looks for a clause
+that dismisses a topic in words no table lists ("formula's not for us", "la stanchezza non c'entra"); its cue name
+is ``dismissal (model)`` and ``analyse(question, learned=False)`` reads the rules alone.
 """
 
 from __future__ import annotations
