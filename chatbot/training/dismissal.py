@@ -43,7 +43,7 @@ NEGATIVE_SETS = (
     "evaluation/redteam/questions.jsonl",
     *(f"evaluation/redflags/testset{v}.jsonl" for v in ("", "-v2", "-v3", "-v4", "-v5", "-v6", "-v7", "-v8")),
 )
-HELD_BACK = ("evaluation/replies/heldout-v11.jsonl",)  # false-route check only
+HELD_BACK = ("evaluation/replies/heldout-v11.jsonl", "evaluation/replies/heldout-v12.jsonl")  # false-route check only
 
 
 def _questions(path: Path) -> list[dict[str, Any]]:
