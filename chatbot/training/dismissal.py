@@ -8,7 +8,8 @@ Training clauses (no shared-data text):
   ask nothing; the asking clauses of those questions are negatives; of the questions the rules leave unrouted, a
   clause that asks nothing, has a marker and names a word of an excluded card's title is a positive;
 - negatives: every clause of the questions of our reply, gate, relevance and red-flag sets that the rules do not
-  route (red-flag sets v1-v8 only, reply sets but heldout-v11: the later sets stay for the false-route check).
+  route (red-flag sets v1-v8 only, reply sets but heldout-v11 and -v12: the later sets stay for the false-route
+  check). Hand-written negatives weigh ``HARD_WEIGHT``, positives a person wrote ``REAL_POSITIVE_WEIGHT``.
 The bar is chosen out of fold (5 folds, fixed seed): the lowest score whose false-positive rate over the negative
 clauses is at most ``--max-false-rate``. Weights int8 with one scale, a card with the counts and the command.
 """
@@ -26,13 +27,13 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from chatbot.hashed_ngrams import features
+from chatbot.hashed_ngrams import N_FEATURES
 from chatbot.logical.context_cue_tables import QUESTION
 from chatbot.logical.detect import analyse
 from chatbot.logical.dismissal import MAX_WORDS, DismissalModel, clauses, marked
 from chatbot.resources import workspace_root
+from chatbot.training.redflags import matrix
 
-N_FEATURES = 1 << 18
 SEEDS = Path(__file__).parent / "dismissal_data" / "seeds.jsonl"
 TEMPLATES = Path(__file__).parent / "dismissal_data" / "templates.json"
 EXCLUSION_SETS = ("evaluation/data/exclusions_cards_*.jsonl", "evaluation/data/exclusion_detect_s1*.jsonl")
@@ -152,16 +153,6 @@ def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
     return list(seen.values())
 
 
-def matrix(texts: list[str]) -> sparse.csr_matrix:
-    rows, cols, vals = [], [], []
-    for i, t in enumerate(texts):
-        idx, val = features(t, N_FEATURES)
-        rows += [i] * len(idx)
-        cols += idx.tolist()
-        vals += val.tolist()
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), N_FEATURES), dtype=np.float32)
-
-
 # hand-written negatives (our seeds and the must-not-route rows of the check sets) are the hard cases: negated
 # symptoms and states, idioms; they weigh this many times a clause mined from a set
 HARD_WEIGHT = 5.0
@@ -224,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     texts = [t for t, _, _ in data]
     y = np.array([lab for _, lab, _ in data], dtype=bool)
     x = matrix(texts)
+    x.sort_indices()  # the solver then sums in the order the shipped weights were fitted with (bit-identical)
     weights = sample_weights(data)
     p = out_of_fold(x, y, args.C, args.seed, weights)
     bar = choose_bar(p, y, args.max_false_rate)
