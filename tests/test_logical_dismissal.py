@@ -140,6 +140,24 @@ def test_the_rules_alone_leave_a_dismissal_to_the_model() -> None:
     assert analyse(question) is not None
 
 
+def test_the_logical_pipeline_honours_the_setting_too() -> None:
+    """A caller naming the logical pipeline (``chatbot ask --pipeline logical``) gets the router's detector."""
+    from types import SimpleNamespace
+
+    from chatbot.logical.config import config_for
+    from chatbot.logical.pipeline import build_query
+    from chatbot.settings import Settings
+
+    question = "lo svezzamento non c'entra, quante ore dorme un neonato?"
+    for learned, negatives in ((True, ("svezzamento",)), (False, None)):
+        settings = Settings(retrieval={"learned_exclusions": learned}, logical={"query_source": "detector"})
+        detection, _, info = build_query(question, SimpleNamespace(settings=settings), config_for(settings))
+        assert (detection.negatives if detection else None, info["source"]) == (
+            negatives,
+            "detector" if learned else "none",
+        )
+
+
 def test_chatbot_models_lists_the_dismissal_model() -> None:
     from chatbot.models_cli import list_models
 

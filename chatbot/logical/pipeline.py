@@ -80,7 +80,7 @@ def _llm_of(services: Services) -> Any | None:
 
 def build_query(question: str, services: Services, config: LogicalConfig) -> tuple[Detection | None, Node | None, dict]:
     """(detection, query, info). The detector routes; the LLM (if chosen and present) writes the query."""
-    detection = analyse(question)
+    detection = analyse(question, learned=services.settings.retrieval.learned_exclusions)
     if detection is None:
         return None, None, {"source": "none"}
     if config.query_source in ("auto", "llm"):

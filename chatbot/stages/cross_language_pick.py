@@ -212,7 +212,7 @@ def pick_for(
     pool = documents_for(list(pool_hits), segments_of, embed, state["docs"])
     margin, twin = (float(x) for x in rule)
     if excluded is None:
-        found = analyse(question)
+        found = analyse(question, learned=services.settings.retrieval.learned_exclusions)
         excluded = found.negatives if found is not None else ()
     q = use.embed_queries([question])[0]
     doc, trace = other_language_pick(question, language, q, links, pool, margin, twin, tuple(excluded))

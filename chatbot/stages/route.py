@@ -15,7 +15,6 @@ from typing import Any
 
 from chatbot.logical.aboutness import asks_for_alternatives, listed, names
 from chatbot.logical.detect import analyse
-from chatbot.logical.dismissal import DISMISSAL_CUE
 from chatbot.logical.mention import stem, term_words, words
 from chatbot.logical.patient_cues import MEDICINE_WORDS
 from chatbot.logical.query import to_string
@@ -113,9 +112,7 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
     default = settings.retrieval.pipeline
     if not settings.retrieval.route_exclusions:
         return Route(default, "router off (retrieval.route_exclusions=false)")
-    found = analyse(question)
-    if found is not None and DISMISSAL_CUE in found.cues and not settings.retrieval.learned_exclusions:
-        found = None  # only the dismissal model read an exclusion, and it is turned off
+    found = analyse(question, learned=settings.retrieval.learned_exclusions)
     if found is None:
         return Route(default, "no exclusion in the question", detector_ran=True)
     return Route(
