@@ -251,7 +251,7 @@ class _Found:
 def analyse(question: str, learned: bool = True) -> Detection | None:
     """The exclusion structure of ``question``, or None when it has none (route to the usual pipeline).
     ``learned=False``: the cue rules only, without the dismissal model's fallback."""
-    text = _normalise(question)
+    text = normalised = _normalise(question)
     if not text:
         return None
     text = LETTER_MARKER.sub(SENTINEL, text)
@@ -343,7 +343,7 @@ def analyse(question: str, learned: bool = True) -> Detection | None:
 
     negatives = [n for n in dict.fromkeys(_clean_term(n) for n in negatives) if n and n.lower() not in TRIVIAL]
     if not negatives:
-        return _learned(question) if learned else None
+        return _learned(normalised) if learned else None
     if not content_words(positive):
         return None
     negatives = [n for n in negatives if n.lower() != positive.lower()]
@@ -363,10 +363,10 @@ ANAPHORA = re.compile(
 )
 
 
-def _learned(question: str) -> Detection | None:
-    """The dismissal model's reading (``chatbot.logical.dismissal``) when the rules found no exclusion: the clauses
-    it scores as dismissing a topic are cut, their topics become the NOT terms, and what is left must still ask."""
-    text = _normalise(question)
+def _learned(text: str) -> Detection | None:
+    """The dismissal model's reading (``chatbot.logical.dismissal``) of the normalised question when the rules found
+    no exclusion: the clauses it scores as dismissing a topic are cut, their topics become the NOT terms, and what
+    is left must still ask."""
     found = find_dismissals(text)
     if not found:
         return None

@@ -89,15 +89,14 @@ DISMISSAL_WORDS = frozenset(
 # done, being done with or setting aside; the model alone also fires on states ("we're exclusively breastfeeding")
 MARKERS = frozenset(
     """
-    not no don't dont do not isn't isnt aren't arent wasn't wasnt doesn't doesnt didn't didnt won't wont can't cant
+    not no don't dont do isn't isnt aren't arent wasn't wasnt doesn't doesnt didn't didnt won't wont can't cant
     never neither nor none nothing without already know knew known covered sorted skip ignore forget spare enough
     aside leave bother past done heard read told cleared settled stopped quit tried useless fine old news sick tired
     non nn mica niente nulla né ne nessun nessuna nessuno senza basta già gia so sappiamo conosco conosciamo capito
     letto spiegato spiegata spiegati spiegate detto parlato scontate scontato scontati passata passato sparita
     sparito finita finito risolto risolta posto lascia lasciamo lasciamola lascialo lasciala lasciando tralascia
     tralasciamo salta saltiamo dimentica evita provato
-    ok okay great good well irrelevant tranquilla tranquillo bene benissimo benone controllo finita finito
-    passata passato irrilevante
+    ok okay great good well irrelevant tranquilla tranquillo bene benissimo benone controllo irrilevante
     """.split()
 )
 _TOKEN = re.compile(r"[\wÀ-ÿ]+(?:'[\wÀ-ÿ]+)?|'")
@@ -219,7 +218,7 @@ def find_dismissals(text: str, model: DismissalModel | None = None) -> list[Dism
             or NOT_ENOUGH.search(clause)
             or REPORTED.search(clause)
         ):
-            continue  # "non ho fatto la toxoplasmosi", "im not breastfeeding": a fact about the patient, which matters
+            continue  # a fact about the patient ("non ho fatto la toxoplasmosi"), wanting more, or reported speech
         p = model.score(clause)
         if p >= model.threshold and (term := dismissed_term(clause)):
             out.append(Dismissal(a, b, p, term))
