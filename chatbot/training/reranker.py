@@ -18,6 +18,7 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from chatbot.resources import shared_data_dir, workspace_root
@@ -309,23 +310,34 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def save_compact(model, out: Path) -> None:
-    """float16 safetensors (about 45 MB); config says float32 so CPU loading upcasts for inference."""
+def save_half(module, save: Callable[[], None], out: Path, stale: tuple[str, ...]) -> None:
+    """``save()`` with ``module`` cast to float16 (then back to float32), after removing ``stale`` files from ``out``
+    (an old ONNX export would not match the new weights); config.json says float32 so CPU loading upcasts."""
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("model.safetensors", "pytorch_model.bin", "onnx/model_qint8.onnx"):
-        if (out / stale).is_file():  # an old ONNX export would not match the new weights
-            (out / stale).unlink()
-    model.model.to(torch.float16)
-    model.save(str(out), create_model_card=False)
-    model.model.to(torch.float32)
+    for name in stale:
+        if (out / name).is_file():
+            (out / name).unlink()
+    module.to(torch.float16)
+    save()
+    module.to(torch.float32)
     config_path = out / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     for key in ("torch_dtype", "dtype"):
         if key in config:
             config[key] = "float32"
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def save_compact(model, out: Path) -> None:
+    """float16 safetensors (about 45 MB); config says float32 so CPU loading upcasts for inference."""
+    save_half(
+        model.model,
+        lambda: model.save(str(out), create_model_card=False),
+        out,
+        ("model.safetensors", "pytorch_model.bin", "onnx/model_qint8.onnx"),
+    )
     for path in out.iterdir():
         if path.is_file():
             path.chmod(0o644)

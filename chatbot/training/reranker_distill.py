@@ -32,6 +32,7 @@ import numpy as np
 
 from chatbot.resources import shared_data_dir
 from chatbot.settings import SHIPPED_RERANKER
+from chatbot.training.reranker import save_half
 
 PROG = "python -m chatbot.training.reranker_distill"
 # files of the teacher's directory that make the student a loadable CrossEncoder with the same tokenizer
@@ -174,19 +175,8 @@ def build_student(teacher: Path, layers: int):
 
 
 def save_student(model, tokenizer_dir: Path, out: Path, serve_max_length: int) -> None:
-    import torch
-
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in ("model.safetensors", "onnx/model_qint8.onnx"):
-        if (out / stale).is_file():
-            (out / stale).unlink()
-    model.to(torch.float16).save_pretrained(str(out), safe_serialization=True)
-    model.to(torch.float32)
-    config = json.loads((out / "config.json").read_text("utf-8"))
-    for key in ("torch_dtype", "dtype"):
-        if key in config:
-            config[key] = "float32"
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", "utf-8")
+    stale = ("model.safetensors", "onnx/model_qint8.onnx")
+    save_half(model, lambda: model.save_pretrained(str(out), safe_serialization=True), out, stale)
     for name in _COPIED:
         if (tokenizer_dir / name).is_file():
             shutil.copy2(tokenizer_dir / name, out / name)
