@@ -55,6 +55,7 @@ class Pair:
     passage: str
     rank: int  # first-stage rank of the passage for this question
     teacher: float = 0.0
+    doc_id: str = ""
 
 
 def _log(message: str) -> None:
@@ -88,8 +89,37 @@ def mine_pairs(
     pairs: list[Pair] = []
     for (qid, text), qv in zip(questions, qvecs, strict=True):
         order = np.argsort(-(matrix @ qv))[:k]
-        pairs += [Pair(qid, group, text, passage(segments[i]), rank) for rank, i in enumerate(order)]
+        pairs += [
+            Pair(qid, group, text, passage(segments[i]), rank, doc_id=segments[i].doc_id)
+            for rank, i in enumerate(order)
+        ]
     return pairs
+
+
+def export_groups(pairs: Sequence[Pair], judgments: dict[str, dict[str, dict[str, int]]], out: Path) -> dict:
+    """Write the device trainer's data file (``reranker_distill_gpu.py --data``): unique passages, and per
+    question and collection its candidates in first-stage order with their document ids, graded labels (from
+    ``judgments[group]`` where the question's own set judged that collection, else 0) and the validation flag."""
+    import gzip
+
+    from chatbot.training.reranker_data import is_validation
+
+    passages: dict[str, int] = {}
+    groups: dict[tuple[str, str], dict] = {}
+    for p in pairs:
+        g = groups.setdefault(
+            (p.group, p.qid),
+            {"qid": p.qid, "set": p.group, "val": is_validation(p.qid), "question": p.question, "cands": [],
+             "labels": [], "docs": []},
+        )
+        g["cands"].append(passages.setdefault(p.passage, len(passages)))
+        g["docs"].append(p.doc_id)
+        g["labels"].append(judgments.get(p.group, {}).get(p.qid, {}).get(p.doc_id, 0))
+    data = {"passages": list(passages), "groups": list(groups.values())}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    return {"questions": len(groups), "validation": sum(g["val"] for g in groups.values()), "passages": len(passages)}
 
 
 class _Reader:
@@ -187,6 +217,34 @@ def save_student(model, tokenizer_dir: Path, out: Path, serve_max_length: int) -
         bert.write_text(json.dumps(cfg, indent=2) + "\n", "utf-8")
 
 
+def assemble_student(
+    teacher: Path, weights: Path, out: Path, serve_max_length: int, threads: int = 2, export: bool = True
+) -> Path:
+    """A loadable student from a GPU run's ``<config>.safetensors`` (its trained tensors, no word embeddings):
+    the teacher's word embeddings and tokenizer, the student's layers and head, saved as ``save_student`` does
+    and (``export``) exported to int8 ONNX; returns ``out``."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(str(weights), "pt") as f:
+        kept = json.loads((f.metadata() or {}).get("layers", "null"))
+    if not kept:
+        raise SystemExit(f"error: {weights} does not say which teacher layers it kept (metadata 'layers')")
+    model = build_student(teacher, len(kept))
+    state = {name: t.to(torch.float32) for name, t in load_file(str(weights)).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any("word_embeddings" not in name for name in missing):
+        raise SystemExit(f"error: {weights} does not fit a {len(kept)}-layer student: {missing or unexpected}")
+    out.mkdir(parents=True, exist_ok=True)
+    save_student(model, teacher, out, serve_max_length)
+    if export:
+        from chatbot.training.onnx_export import export_onnx
+
+        export_onnx(out, threads, log=_log)
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--data-root", type=Path, default=shared_data_dir())
@@ -217,8 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--evals", type=int, default=4, help="validation passes over the run")
     p.add_argument("--cache-dir", type=Path, default=Path("/tmp/reranker-distill"))
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path)
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint under --cache-dir")
+    p.add_argument(
+        "--export-groups",
+        type=Path,
+        metavar="FILE",
+        help="only mine: write the device trainer's data file (gzipped JSON) and stop; --out is then unused",
+    )
     return p
 
 
@@ -228,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 
     from chatbot.embedders import load_embedder
-    from chatbot.training.reranker_data import is_validation
+    from chatbot.training.reranker_data import _read_qrels, is_validation
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -236,12 +300,21 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     embedder = load_embedder("e5-onnx", threads=args.threads)
     pairs: list[Pair] = []
+    judgments: dict[str, dict[str, dict[str, int]]] = {}
     for spec in args.pairs:
         name, _, rest = spec.partition("=")
         collection, _, limit = rest.partition(":")
+        group = f"{name}@{collection}"
         questions = train_questions(args.data_root, name, int(limit) if limit else None, args.seed)
-        pairs += mine_pairs(questions, name, collection, args.data_dir, args.candidates, embedder)
+        pairs += mine_pairs(questions, group, collection, args.data_dir, args.candidates, embedder)
+        # another set's collection has other document ids: its labels stay 0
+        judgments[group] = _read_qrels(args.data_root / name / "qrels.tsv")
         _log(f"{name}: {len(questions)} train questions of {collection}")
+    if args.export_groups:
+        print(json.dumps(export_groups(pairs, judgments, args.export_groups)))
+        return 0
+    if args.out is None:
+        raise SystemExit("error: --out is required unless --export-groups is given")
     teacher_scores(pairs, args.teacher, args.max_length, args.threads, args.cache_dir / "teacher.json")
     train = [p for p in pairs if not is_validation(p.qid)]
     val = [p for p in pairs if is_validation(p.qid)]
