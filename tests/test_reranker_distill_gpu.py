@@ -89,8 +89,13 @@ def _tiny_teacher(path: Path) -> Path:
 
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=512, num_labels=1,
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
     )
     BertForSequenceClassification(config).save_pretrained(str(path))
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
@@ -113,10 +118,28 @@ def test_the_device_trainer_runs_end_to_end_and_its_student_assembles_into_the_s
     rd.export_groups(pairs, {"s@own": {q: {"D1": 1} for q in ("q1", "q2", "q3", "q4")}}, tmp_path / "data.json.gz")
     out = tmp_path / "out"
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(tmp_path / "data.json.gz"), "--teacher", str(teacher),
-         "--out", str(out), "--configs", "L1:32", "--epochs", "2", "--questions-per-step", "2",
-         "--teacher-max-length", "32"],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--data",
+            str(tmp_path / "data.json.gz"),
+            "--teacher",
+            str(teacher),
+            "--out",
+            str(out),
+            "--configs",
+            "L1:32",
+            "--epochs",
+            "2",
+            "--questions-per-step",
+            "2",
+            "--teacher-max-length",
+            "32",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text("utf-8"))

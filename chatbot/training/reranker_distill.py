@@ -109,8 +109,15 @@ def export_groups(pairs: Sequence[Pair], judgments: dict[str, dict[str, dict[str
     for p in pairs:
         g = groups.setdefault(
             (p.group, p.qid),
-            {"qid": p.qid, "set": p.group, "val": is_validation(p.qid), "question": p.question, "cands": [],
-             "labels": [], "docs": []},
+            {
+                "qid": p.qid,
+                "set": p.group,
+                "val": is_validation(p.qid),
+                "question": p.question,
+                "cands": [],
+                "labels": [],
+                "docs": [],
+            },
         )
         g["cands"].append(passages.setdefault(p.passage, len(passages)))
         g["docs"].append(p.doc_id)
