@@ -267,11 +267,11 @@ class RerankSettings(_Group):
         "0.553 -> 0.500, int8 0.523 -> 0.508).",
     )
     candidates: int = Field(
-        default=50,
+        default=30,
         ge=1,
-        description="Cross-encoder only: how many of the top_k segments it rescores (cost is linear). Fused "
-        "(rrf_k 60), 30 cost 0.66x of 50 at MEDIQA test P@3 0.568 -> 0.561, n.s.; the gate, fitted at 50, is not "
-        "re-checked (evaluation/results/reranker-frontier-s17.md).",
+        description="Cross-encoder only: how many of the top_k segments it rescores (cost is linear). 30: 0.67x "
+        "the CPU of 50, MEDIQA test P@3 0.561 vs 0.568 (n.s.); gate sets v2-v9 and reply sets v10-v12 level "
+        "(evaluation/results/reranker-candidates-s19.md).",
     )
     rrf_k: int = Field(
         default=60,
@@ -523,7 +523,7 @@ class LogicalSettings(_Group):
         ge=1,
         description="cross-encoder: segments (of the composed embedding order) whose terms the cross-encoder "
         "scores, one pair per term and segment (~40 ms per pair int8 on one core); the others follow in the "
-        "embedding order. 50 = rerank.candidates and covers the union of two positive terms' dense top-20.",
+        "embedding order. 50 covers the union of two positive terms' dense top-20.",
     )
     llm_max_chars: int = Field(
         default=600,

@@ -38,8 +38,8 @@ class LogicalConfig:
     llm_candidates: int = 20  # llm-logprob: segments rescored by the LLM
     llm_max_chars: int = 600  # llm-logprob: passage length in the prompt
     # cross-encoder: segments whose terms the CE scores. Its own knob, not llm_candidates: a CE pair costs
-    # ~40 ms on one core (int8) against ~10 s for an LLM call; 50 = rerank.candidates (the rerank stage's
-    # budget per question) and covers the whole union of two positive terms' dense top-20.
+    # ~40 ms on one core (int8) against ~10 s for an LLM call; 50 covers the whole union of two positive terms'
+    # dense top-20.
     ce_candidates: int = 50
     # HyDE per positive term: the term's vector = its zero-shot HyDoc's (averaged with the term's as hyde does),
     # for gathering and scoring; one LLM call per positive term on a cache miss (``hydoc_term_vectors``).
