@@ -78,7 +78,10 @@ def pipeline_then_exclude(
     mentions = timed(
         timings, "mentions", lambda: exclusion.detect_mentions(query, ranked, knobs, vectors, passages, sentences)
     )
-    scores = exclusion.demote(np.array([h.score for h in ranked]), mentions, knobs.weight)
+    # documents past rerank.candidates carry the first stage's score, another scale than the fused ones above them:
+    # capped at the last rescored document's, so the demotion starts from the pipeline's own order
+    base_scores = np.minimum.accumulate(np.array([h.score for h in ranked]))
+    scores = exclusion.demote(base_scores, mentions, knobs.weight)
     order = np.argsort(-scores, kind="stable")
     out = [
         Hit(ranked[i].segment, float(scores[i]), {**ranked[i].detail, "positive_score": ranked[i].score}) for i in order
