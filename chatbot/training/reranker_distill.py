@@ -33,6 +33,7 @@ import numpy as np
 from chatbot.resources import shared_data_dir
 from chatbot.settings import SHIPPED_RERANKER
 from chatbot.training.reranker import save_half
+from chatbot.training.reranker_distill_gpu import top3_share
 
 PROG = "python -m chatbot.training.reranker_distill"
 # files of the teacher's directory that make the student a loadable CrossEncoder with the same tokenizer
@@ -165,7 +166,7 @@ def _logit(p: float) -> float:
 
 def top3_agreement(scores: np.ndarray, teacher: np.ndarray, groups: list[np.ndarray]) -> float:
     """Mean share of the teacher's top 3 that the student's top 3 holds, per question."""
-    shares = [len(set(np.argsort(-scores[g])[:3]) & set(np.argsort(-teacher[g])[:3])) / 3 for g in groups]
+    shares = [top3_share(np.argsort(-scores[g]), np.argsort(-teacher[g])) for g in groups]
     return float(np.mean(shares)) if shares else 0.0
 
 
@@ -295,15 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    import torch
-    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
-
     from chatbot.embedders import load_embedder
     from chatbot.training.reranker_data import _read_qrels, is_validation
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    args.cache_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     embedder = load_embedder("e5-onnx", threads=args.threads)
     pairs: list[Pair] = []
@@ -322,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.out is None:
         raise SystemExit("error: --out is required unless --export-groups is given")
+    import torch
+    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
     teacher_scores(pairs, args.teacher, args.max_length, args.threads, args.cache_dir / "teacher.json")
     train = [p for p in pairs if not is_validation(p.qid)]
     val = [p for p in pairs if is_validation(p.qid)]

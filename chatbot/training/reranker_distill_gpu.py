@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             encoded[max_length] = {name: t.to(device) for name, t in enc.items()}
         return encoded[max_length]
 
-    def score(model, max_length: int, rows: list[int], batch: int = 2048) -> torch.Tensor:
+    def score(model, max_length: int, rows: list[int], batch: int = 2048, bf16: bool = True) -> torch.Tensor:
+        """Logits of the pairs ``rows`` (bf16 autocast on the GPU unless ``bf16=False``, as the teacher's targets)."""
         enc = encode_all(max_length)
         out = []
         for i in range(0, len(rows), batch):
@@ -136,23 +137,20 @@ def main(argv: list[str] | None = None) -> int:
             inputs = {name: t[idx] for name, t in enc.items()}
             width = int(inputs["attention_mask"].sum(1).max())
             inputs = {name: t[:, :width] for name, t in inputs.items()}
-            with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16 and device == "cuda"):
                 out.append(model(**inputs).logits[:, 0].float())
         return torch.cat(out)
 
     index = {id(g): gi for gi, g in enumerate(groups)}
     rows_of = lambda gs: [index[id(g)] * k + j for g in gs for j in range(k)]  # noqa: E731
+
+    def score_all(model, max_length: int, **kw) -> torch.Tensor:
+        """Every question's candidates, one row per question."""
+        return score(model, max_length, rows_of(groups), **kw).view(len(groups), k)
+
     t0 = time.time()
     with torch.no_grad():
-        teacher.to(torch.float32)
-        enc = encode_all(args.teacher_max_length)
-        t_scores = []
-        for i in range(0, len(groups) * k, 1024):
-            sl = slice(i, i + 1024)
-            inputs = {name: t[sl] for name, t in enc.items()}
-            width = int(inputs["attention_mask"].sum(1).max())
-            t_scores.append(teacher(**{name: t[:, :width] for name, t in inputs.items()}).logits[:, 0].float())
-        target = torch.cat(t_scores).view(len(groups), k)
+        target = score_all(teacher, args.teacher_max_length, batch=1024, bf16=False)
     _log(f"teacher: {len(groups) * k} pairs scored in {time.time() - t0:.1f} s")
     teacher_np = target.cpu().numpy()
 
@@ -185,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     with torch.no_grad():
         for ml in sorted({parse_config(c)["max_length"] for c in args.configs}):
-            truncated = score(teacher, ml, list(range(len(groups) * k))).view(len(groups), k).cpu().numpy()
+            truncated = score_all(teacher, ml).cpu().numpy()
             summary[f"teacher_at_{ml}"] = evaluate(truncated)
             _log(f"teacher at {ml} pieces: {summary[f'teacher_at_{ml}']}")
 
@@ -209,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         history, best, best_state, start = [], -1.0, None, time.time()
         with torch.no_grad():
             student.eval()
-            before = score(student, cfg["max_length"], rows_of(groups)).view(len(groups), k).cpu().numpy()
+            before = score_all(student, cfg["max_length"]).cpu().numpy()
             history.append({"epoch": 0, **evaluate(before)})
             student.train()
         _log(f"{spec} layers {keep}: before training {history[-1]}")
@@ -237,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 losses.append(loss.item())
             with torch.no_grad():
                 student.eval()
-                scores = score(student, cfg["max_length"], rows_of(groups)).view(len(groups), k).cpu().numpy()
+                scores = score_all(student, cfg["max_length"]).cpu().numpy()
                 student.train()
             history.append(
                 {
