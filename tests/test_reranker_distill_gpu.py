@@ -46,6 +46,18 @@ def test_fusion_ranks_by_both_orders_and_keeps_the_first_stage_order_on_ties():
     assert gpu.rrf_order(np.array([1.0, 2.0, 9.0, 0.0])).tolist() == [0, 2, 1, 3]
     assert gpu.rrf_order(np.array([1.0, 2.0, 9.0, 0.0]), k=0).tolist() == [0, 2, 1, 3]
     assert gpu.rrf_order(np.array([0.0, 1.0, 2.0, 9.0]), k=60).tolist() == [0, 3, 1, 2]
+
+
+def test_the_device_trainers_fusion_is_the_rerank_stages():
+    """The trainer cannot import the product on the device; its copy of the fusion must rank as the stage does."""
+    from chatbot.stages.rerank import rrf_scores
+
+    rng = np.random.default_rng(0)
+    for k in (0, 60):
+        for _ in range(20):
+            scores = rng.normal(size=12)
+            expected = np.argsort(-rrf_scores(scores, k), kind="stable")
+            assert gpu.rrf_order(scores, k).tolist() == expected.tolist()
     # a reranker that agrees with the first stage changes nothing
     assert gpu.rrf_order(np.array([4.0, 3.0, 2.0, 1.0])).tolist() == [0, 1, 2, 3]
 
@@ -105,7 +117,9 @@ def _tiny_teacher(path: Path) -> Path:
 
 
 @pytest.mark.integration
-def test_the_device_trainer_runs_end_to_end_and_its_student_assembles_into_the_same_scorer(tmp_path):
+def test_the_device_trainer_runs_end_to_end_and_its_student_assembles_from_the_teacher_and_the_trained_tensors(
+    tmp_path,
+):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
