@@ -158,6 +158,16 @@ def test_urgent_message_language_and_self_harm_text_first():
         ("What do I have to do to get a booking appointment?", None),
         ("Could it be harmful to eat sushi?", None),
         ("Ho la febbre in gravidanza, cosa posso prendere?", None),
+        # real words are not typos of request words: "quando" is not "quanto", "momento" not the drug Moment,
+        # "does" not "doses", "pulls" not "pills"; "when does my baby have ..." asks for a schedule
+        ("con le contrazioni quando è il momento di andare in ospedale?", None),
+        ("Da quando si prende l'aspirina per prevenire la preeclampsia?", None),
+        ("my 10 year old son has had pinkeye, does he need antibiotic drops", None),
+        ("my 6 week old pulls his legs up and screams, when does colic stop?", None),
+        ("When does my baby have her first vaccinations?", None),
+        ("What does my baby have? Red spots on her tummy", "diagnosis"),
+        ("Quanta aspirina posso prendere in gravidanza?", "dosage"),
+        ("How many doses of Calpol can I give my 4 month old?", "dosage"),
     ],
 )
 def test_detect_personal_request(text, kind):

@@ -16,6 +16,22 @@ import re
 
 from chatbot.stages.text_match import Lexicon, clause_fires, find_terms, fold, tokens
 
+# English and Italian function words: never content, and never a typo of a request word ("quando" is not
+# "quanto", "does" is not "doses")
+_FUNCTION_WORDS = frozenset(
+    "the an is are am was were be been being you my your it its this that these those what how when why "
+    "which who whom should can could would will do does did have has had of to on for with and or not at "
+    "from after before during about much many if there they she he we our their them than then so too "
+    "very just also any some get got i m s ve ll d "
+    "il lo gli un uno una di da su per con tra fra che mi ti si ci vi del dello della dei degli delle al "
+    "allo alla ai agli alle nel nello nella nei negli nelle sono sei ho hai ha abbiamo avete hanno come "
+    "cosa quando perche quanto quanta quanti quante posso puo devo deve mio mia miei mie tuo tua questo "
+    "questa anche ma piu molto dopo prima durante sto sta stai essere avere fare quale quali dove cui "
+    "gia ancora sempre mai ne ed sul sulla col non "
+    "where quali quale".split()
+)
+
+
 # -- personal diagnosis / dosage requests -------------------------------------------------------------
 
 _REQUEST_CONCEPTS: dict[str, list[str]] = {
@@ -57,7 +73,10 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "mio figlio", "mia figlia", "il mio bambino",
     ],
 }  # fmt: skip
-_REQUEST_LEXICON = Lexicon(w for terms in _REQUEST_CONCEPTS.values() for term in terms for w in term.split())
+_REQUEST_LEXICON = Lexicon(
+    (w for terms in _REQUEST_CONCEPTS.values() for term in terms for w in term.split()),
+    real_words=_FUNCTION_WORDS | {"momento", "pulls"},
+)
 
 
 def detect_personal_request(text: str) -> str | None:
@@ -70,29 +89,22 @@ def detect_personal_request(text: str) -> str | None:
     found = {name: find_terms(_REQUEST_LEXICON, name, terms, toks) for name, terms in _REQUEST_CONCEPTS.items()}
     if found["DOSE_Q"] and found["DRUG"] and (found["PERSONAL_PARAM"] or clause_fires(found, ("DOSE_Q", "DRUG"), 6)):
         return "dosage"
-    # "do I have to ...", "have I got to ..." ask what to do, not what I have
-    if any(not (m.term in _OBLIGATION_OK and m.end < len(toks) and toks[m.end] == "to") for m in found["DIAGNOSE"]):
+    # "do I have to ...", "have I got to ..." ask what to do, not what I have; "when does my baby have her
+    # vaccinations" asks for a schedule
+    if any(
+        not (m.term in _OBLIGATION_OK and m.end < len(toks) and toks[m.end] == "to")
+        and not (m.start and toks[m.start - 1] in _SCHEDULE_WORDS)
+        for m in found["DIAGNOSE"]
+    ):
         return "diagnosis"
     return None
 
 
 _OBLIGATION_OK = frozenset({"do i have", "have i got", "what do i have", "what have i got"})
+_SCHEDULE_WORDS = frozenset({"when", "quando"})
 
 
 # -- content words (the language itself is read by chatbot.language) -----------------------------------
-
-_FUNCTION_WORDS = frozenset(
-    "the an is are am was were be been being you my your it its this that these those what how when why "
-    "which who whom should can could would will do does did have has had of to on for with and or not at "
-    "from after before during about much many if there they she he we our their them than then so too "
-    "very just also any some get got i m s ve ll d "
-    "il lo gli un uno una di da su per con tra fra che mi ti si ci vi del dello della dei degli delle al "
-    "allo alla ai agli alle nel nello nella nei negli nelle sono sei ho hai ha abbiamo avete hanno come "
-    "cosa quando perche quanto quanta quanti quante posso puo devo deve mio mia miei mie tuo tua questo "
-    "questa anche ma piu molto dopo prima durante sto sta stai essere avere fare quale quali dove cui "
-    "gia ancora sempre mai ne ed sul sulla col non "
-    "where quali quale".split()
-)
 
 
 def content_words(text: str) -> list[str]:

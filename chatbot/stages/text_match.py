@@ -111,7 +111,9 @@ def _typo_of(token: str, word: str) -> bool:
 class Lexicon:
     """Pattern words (``word``, ``stem*``, alternatives ``a|b*``) matched against tokens with typos."""
 
-    def __init__(self, words: Iterable[str]) -> None:
+    def __init__(self, words: Iterable[str], real_words: frozenset[str] = frozenset()) -> None:
+        """``real_words``: tokens that are words in their own right, never read as a typo of a pattern word."""
+        self.real_words = real_words
         self.literals: set[str] = set()
         self.stems: set[str] = set()
         for word in words:
@@ -124,7 +126,7 @@ class Lexicon:
     def matches(self, token: str) -> frozenset[str]:
         """The pattern words (stems with their ``*``) this token matches."""
         found: set[str] = set()
-        fuzzy_ok = token not in _NOT_TYPOS and not token.isdigit()
+        fuzzy_ok = token not in _NOT_TYPOS and token not in self.real_words and not token.isdigit()
         for lit in self.literals:
             if token == lit:
                 found.add(lit)
