@@ -38,6 +38,34 @@ MIN_WORDS_TO_REFUSE = 3
 SHORT_WORDS = 2  # up to this many words, a served language needs SHORT_MIN_CONFIDENCE
 SHORT_MIN_CONFIDENCE = 0.6
 
+# Function words that only one served language uses. lingua's character n-grams can be swayed by one long
+# medical word ("Cos'è la toxoplasmosi?" reads Portuguese, then English; "prosciutto crudo" makes an English
+# question Italian): when one served language has at least MARKERS_TO_DECIDE of its words and the other none,
+# the question is that language. _STRICT: words no other detectable Latin-script language writes either (a
+# message with MARKERS_TO_DECIDE of them is never refused as Spanish: "il mio bimbo ha la febre cosa faccio").
+_MARKERS = {
+    "en": frozenset(
+        "the is are was were what how when why which should can could would will does did have has had of to "
+        "for with and or not my your it this that these those about if there they she he we our be been do on "
+        "am i'm im".split()
+    ),
+    "it": frozenset(
+        "il lo gli la le di da del della dello delle degli dei nel nella nello nelle negli nei sono ho hai ha "
+        "abbiamo hanno che cosa cos è devo deve posso può puo mio mia miei mie non con una uno quando perché "
+        "perche quanto quanta quanti quante dopo anche più piu molto sto sta questo questa essere fare si mi "
+        "ci".split()
+    ),
+}
+_STRICT = {
+    "en": frozenset("the what how which should could would does did have had with and my your this that".split()),
+    "it": frozenset(
+        "il gli della dello delle degli nella nello nelle negli sono ho hai hanno abbiamo che cos è può puo "
+        "perché perche più piu molto anche questo questa mio mia miei faccio bimbo bimba bambino bambina "
+        "gravidanza incinta neonato".split()
+    ),
+}
+MARKERS_TO_DECIDE = 2
+
 _WORD = re.compile(r"[^\W\d_]+")
 _LATIN = re.compile(r"[A-Za-zÀ-ɏ]")
 _lock = threading.Lock()
@@ -116,13 +144,15 @@ def detect_language(text: str, fallback: str | None = None, min_confidence: floa
         best = max(scores, key=scores.__getitem__, default="unknown-script")
         return LanguageGuess(best, scores.get(best, 0.0), fallback, _rounded(scores))
     scores = _confidences("latin", text)
-    words = len(_WORD.findall(text))
-    served = max(SERVED, key=lambda c: scores.get(c, 0.0))
+    tokens = [w.lower() for w in _WORD.findall(text.replace("’", "'"))]
+    words = len(tokens)
+    served = _marked(tokens, _MARKERS) or max(SERVED, key=lambda c: scores.get(c, 0.0))
     served_conf = scores.get(served, 0.0)
     other = max(LATIN_OTHERS, key=lambda c: scores.get(c, 0.0))
     other_conf = scores.get(other, 0.0)
     if other_conf > served_conf:
-        if words >= MIN_WORDS_TO_REFUSE and other_conf >= min_confidence and other_conf >= 2 * served_conf:
+        refusable = other_conf >= min_confidence and other_conf >= 2 * served_conf and not _marked(tokens, _STRICT)
+        if words >= MIN_WORDS_TO_REFUSE and refusable:
             return LanguageGuess(other, other_conf, fallback, _rounded(scores))
         if words <= SHORT_WORDS:
             return LanguageGuess("unknown", served_conf, fallback, _rounded(scores))
@@ -130,6 +160,15 @@ def detect_language(text: str, fallback: str | None = None, min_confidence: floa
     if words <= SHORT_WORDS and served_conf < SHORT_MIN_CONFIDENCE:
         return LanguageGuess("unknown", served_conf, fallback, _rounded(scores))
     return LanguageGuess(served, served_conf, fallback, _rounded(scores))
+
+
+def _marked(tokens: list[str], markers: dict[str, frozenset[str]]) -> str | None:
+    """The served language with at least MARKERS_TO_DECIDE of its marker words while the other has none."""
+    counts = {lang: sum(t in words for t in tokens) for lang, words in markers.items()}
+    winners = [lang for lang, n in counts.items() if n >= MARKERS_TO_DECIDE]
+    if len(winners) == 1 and all(n == 0 for lang, n in counts.items() if lang != winners[0]):
+        return winners[0]
+    return None
 
 
 def question_language(text: str, min_confidence: float = 0.5) -> str:

@@ -19,6 +19,14 @@ from chatbot.language import detect_language, fallback_language
         ("Can I take Tachipirina for a headache while breastfeeding?", "en"),
         # an Italian question with English words in it
         ("Posso fare jogging in gravidanza o è meglio il power walking?", "it"),
+        # one long medical word sways lingua's n-grams; the served language's own function words decide
+        ("Cos'è la toxoplasmosi?", "it"),
+        ("Cosa devo fare per non prendere la toxoplasmosi?", "it"),
+        ("Come si evita la SIDS?", "it"),
+        ("Is it safe to eat prosciutto crudo when pregnant?", "en"),
+        ("what is the ecografia morfologica and when is it done?", "en"),
+        # a typo'd Italian message that lingua reads as Spanish is answered, not refused
+        ("il mio bimbo ha la febre cosa faccio", "it"),
         # the other languages we refuse politely: Latin script, and other scripts
         ("¿Puedo tomar café durante el embarazo?", "es"),
         ("Est-ce que je peux boire du café enceinte ?", "fr"),
