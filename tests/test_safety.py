@@ -168,6 +168,16 @@ def test_urgent_message_language_and_self_harm_text_first():
         ("What does my baby have? Red spots on her tummy", "diagnosis"),
         ("Quanta aspirina posso prendere in gravidanza?", "dosage"),
         ("How many doses of Calpol can I give my 4 month old?", "dosage"),
+        ("does my baby have to have the heel prick test?", None),
+        ("quanti caffè posso bere? senza caffè non vivo", None),
+        # indirect diagnosis requests, and brands of commonly prescribed medicines
+        ("she has a rash on her tummy and a cough, what does she have?", "diagnosis"),
+        ("here are my blood results, is something wrong with me?", "diagnosis"),
+        ("ha la pelle gialla da una settimana, che cos'ha", "diagnosis"),
+        ("mio figlio piange e ha il naso chiuso, cosa ha?", "diagnosis"),
+        ("cosa ha detto il medico sulla vitamina D?", None),
+        ("what dose of Clexane should I inject? I weigh 80 kg", "dosage"),
+        ("prendo eutirox 50, devo salire a 75?", "dosage"),
     ],
 )
 def test_detect_personal_request(text, kind):

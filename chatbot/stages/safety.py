@@ -48,11 +48,20 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "cosa ha mio", "cosa ha la mia", "cosa ha mia", "mi fai una diagnosi", "fammi una diagnosi",
         "puoi diagnosticar*", "la mia diagnosi", "i miei esami", "miei risultati",
         "le mie analisi", "interpretare i miei", "sto avendo un aborto", "il mio bambino e malato",
+        "what does he have", "what does she have", "what has he got", "what has she got", "what is wrong with him",
+        "what is wrong with her", "what s wrong with him", "what s wrong with her", "is something wrong with me",
+        "is something wrong with my", "is there something wrong with me", "is there something wrong with my",
+        "could i be having", "my blood results", "my test result", "che cos ha", "cosa mi sta succedendo",
+        "cosa gli sta succedendo", "cosa le sta succedendo", "che infezione ho", "che infezione ha",
+        "cosa puo avere", "che cosa puo avere", "cosa potrebbe avere", "ho fatto le analisi",
     ],
+    # only as the question's last words ("... feci con sangue, cosa ha?"; not "cosa ha detto il medico")
+    "DIAGNOSE_END": ["cosa ha", "cos ha", "che ha"],
     "DOSE_Q": [
         "how much", "how many", "what dose", "which dose", "what dosage", "dosage", "dose", "doses", "mg", "ml",
         "milligram*", "teaspoon*", "quanto", "quanta", "quante", "quanti", "che dose", "quale dose",
         "dosaggio", "dosi", "posologia", "ogni quanto", "how often", "how long between",
+        "salire a #num", "scendere a #num", "passare a #num", "increase to #num", "go up to #num", "up to #num mg",
     ],
     "DRUG": [
         "paracetamol", "acetaminophen", "tylenol", "calpol", "ibuprofen", "nurofen", "advil", "aspirin",
@@ -62,6 +71,13 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "paracetamolo", "tachipirina", "ibuprofene", "moment", "oki", "aspirina", "antibiotic*", "insulina",
         "farmac*", "medicin*", "compress*", "pastigli*", "sciroppo", "gocce", "antidolorific*",
         "antidepressiv*",
+        # brands and generics parents and pregnant women are commonly prescribed (UK and Italy)
+        "augmentin", "amoxicillin*", "amoxicillina", "azithromycin", "azitromicina", "zitromax", "clexane",
+        "enoxaparin*", "heparin", "eparina", "eutirox", "levotiroxina", "gaviscon", "buscopan", "brufen",
+        "cardioaspirina", "bentelan", "betamethasone", "betametasone", "cortison*", "prednisolone", "fenistil",
+        "piriton", "cetirizin*", "loratadin*", "omeprazol*", "lansoprazol*", "ranitidin*", "metoclopramid*",
+        "plasil", "ondansetron", "domperidon*", "peridon", "cyclizine", "buccastem", "folina", "ferrograd",
+        "iron supplement*", "integratore di ferro", "lactulose", "movicol", "dioralyte", "infacol",
     ],
     "PERSONAL_PARAM": [
         "kg", "kilo*", "weigh*", "pounds", "lbs", "stone", "babyagenewborn", "babyageolder", "year old",
@@ -75,7 +91,7 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
 }  # fmt: skip
 _REQUEST_LEXICON = Lexicon(
     (w for terms in _REQUEST_CONCEPTS.values() for term in terms for w in term.split()),
-    real_words=_FUNCTION_WORDS | {"momento", "pulls"},
+    real_words=_FUNCTION_WORDS | {"momento", "pulls", "senza"},
 )
 
 
@@ -89,18 +105,17 @@ def detect_personal_request(text: str) -> str | None:
     found = {name: find_terms(_REQUEST_LEXICON, name, terms, toks) for name, terms in _REQUEST_CONCEPTS.items()}
     if found["DOSE_Q"] and found["DRUG"] and (found["PERSONAL_PARAM"] or clause_fires(found, ("DOSE_Q", "DRUG"), 6)):
         return "dosage"
-    # "do I have to ...", "have I got to ..." ask what to do, not what I have; "when does my baby have her
+    # "do I have to ...", "does my baby have to ..." ask what to do, not what I have; "when does my baby have her
     # vaccinations" asks for a schedule
     if any(
-        not (m.term in _OBLIGATION_OK and m.end < len(toks) and toks[m.end] == "to")
+        not (m.term.split()[-1] in ("have", "got") and m.end < len(toks) and toks[m.end] == "to")
         and not (m.start and toks[m.start - 1] in _SCHEDULE_WORDS)
         for m in found["DIAGNOSE"]
-    ):
+    ) or any(m.end == len(toks) for m in found["DIAGNOSE_END"]):
         return "diagnosis"
     return None
 
 
-_OBLIGATION_OK = frozenset({"do i have", "have i got", "what do i have", "what have i got"})
 _SCHEDULE_WORDS = frozenset({"when", "quando"})
 
 
