@@ -28,6 +28,9 @@ def test_tokens_fold_accents_expand_contractions_and_mark_baby_ages():
     ]
     assert tokens("a 9 month old") == ["a", "babyageolder"]
     assert tokens("im 12 wks and havent felt it") == ["i", "m", "12", "wks", "and", "have", "not", "felt", "it"]
+    assert tokens("sn stanca xke nn dorme, cmq ke faccio") == [
+        "sono", "stanca", "perche", "non", "dorme", "comunque", "che", "faccio"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -65,6 +68,14 @@ def test_osa_distance(a, b, distance):
         ("terrible headache and blurry vision, 36 weeks", "severe_headache_with_visual_disturbance"),
         ("I've got a seveer hedache and my vison is blury", "severe_headache_with_visual_disturbance"),
         ("Ho un forte mal di testa e vedo lucine", "severe_headache_with_visual_disturbance"),
+        # "non" is part of the sign here, not its denial
+        (
+            "mal di testa fortissimo, arrivato di colpo, e non ci vedo bene da un occhio",
+            "severe_headache_with_visual_disturbance",
+        ),
+        # Italian chat shorthand: "nn" is "non"
+        ("il mio bimbo di 3 settimane nn si sveglia per mangiare", "feverish_or_floppy_newborn"),
+        ("sn a 30 settimane e nn sento il bimbo muoversi da stamattina", "reduced_fetal_movements"),
         ("crushing pain in my chest", "chest_pain_or_breathing"),
         ("Ho un dolore al petto fortissimo", "chest_pain_or_breathing"),
         ("non riesco a respirare e ho le labbra blu", "chest_pain_or_breathing"),
@@ -113,6 +124,8 @@ def test_red_flags_in_english_and_italian_with_typos(text, category):
         "When did the headache start? I have a headache at night",
         "I leak water when I sneeze, pregnant",
         "Is it safe to drink coffee when pregnant?",
+        # "nn" denies the sign as "non" does
+        "il neonato nn ha febbre ed e tranquillo, quanto deve dormire?",
     ],
 )
 def test_no_red_flag_on_informational_near_misses(text):

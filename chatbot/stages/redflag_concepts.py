@@ -102,6 +102,8 @@ CONCEPTS: dict[str, list[str]] = {
         "blur*", "vision", "spots", "flash*", "sparkl*", "stars", "double", "can not see", "eyesight", "sight",
         "seeing", "vista", "vedo", "vedere", "vedevo", "offuscat*", "annebbiat*", "sfocat*", "lampi", "puntini",
         "lucine", "macchie", "appannat*", "luci",
+        # "can not see" in Italian: said with "non", which would otherwise negate the sign
+        "non ci vedo", "non ci vedevo", "non ci vede", "non vedo bene", "non riesco a vedere",
     ],
     "CHEST": ["chest", "petto", "torace", "toracic*", "sternum", "sterno"],
     "CHEST_SYMPTOM": [

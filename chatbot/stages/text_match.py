@@ -29,6 +29,9 @@ _EXPANSIONS = {
     "havent": ("have", "not"), "hasnt": ("has", "not"), "hadnt": ("had", "not"), "wont": ("will", "not"),
     "couldnt": ("could", "not"), "shouldnt": ("should", "not"), "wouldnt": ("would", "not"),
     "im": ("i", "m"), "ive": ("i", "ve"),
+    # Italian chat shorthand: "nn" is a negation like "non" ("febbre nn ce l'ha"), "sn" is "sono"
+    "nn": ("non",), "sn": ("sono",), "ke": ("che",), "xke": ("perche",), "xk": ("perche",), "xche": ("perche",),
+    "perke": ("perche",), "cmq": ("comunque",),
 }  # fmt: skip
 
 
