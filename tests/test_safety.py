@@ -98,6 +98,8 @@ def test_osa_distance(a, b, distance):
         ("Ho preso troppe pastiglie di tachipirina", "overdose"),
         ("Mia figlia ha ingerito una pila", "overdose"),
         ("I fainted and I'm 20 weeks pregnant", "collapse"),
+        ("I can see the umbilical cord coming out, 37 weeks", "cord_prolapse"),
+        ("vedo il cordone ombelicale che esce, sono a 39 settimane", "cord_prolapse"),
     ],
 )
 def test_red_flags_in_english_and_italian_with_typos(text, category):
@@ -126,6 +128,9 @@ def test_red_flags_in_english_and_italian_with_typos(text, category):
         "Is it safe to drink coffee when pregnant?",
         # "nn" denies the sign as "non" does
         "il neonato nn ha febbre ed e tranquillo, quanto deve dormire?",
+        # the newborn's cord stump is not a prolapsed cord
+        "the cord stump came off today, is that normal?",
+        "come si pulisce il cordone ombelicale?",
     ],
 )
 def test_no_red_flag_on_informational_near_misses(text):

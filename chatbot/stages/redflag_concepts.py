@@ -207,4 +207,13 @@ CONCEPTS: dict[str, list[str]] = {
         "unconscious", "passed out", "fainted", "collapsed", "not waking up", "svenut*", "svenimento",
         "privo di sensi", "priva di sensi", "incosciente", "perso conoscenza", "perso i sensi",
     ],
+    # the umbilical cord out before the baby: call an ambulance (not the cord stump of a newborn)
+    "CORD_PROLAPSE": [
+        "cord prolapse*", "prolapsed cord", "prolapsed umbilical cord", "cord is coming out", "cord coming out",
+        "cord came out", "cord is hanging out", "cord hanging out", "see the cord", "feel the cord",
+        "cord before the baby", "prolasso del cordone", "prolasso di funicolo", "prolasso del funicolo",
+        "cordone prolassato", "uscito il cordone", "esce il cordone", "uscendo il cordone", "vedo il cordone",
+        "sento il cordone", "cordone e uscito", "cordone che esce", "cordone prima del bambino",
+        "cordone ombelicale e uscito", "uscito il cordone ombelicale",
+    ],
 }  # fmt: skip

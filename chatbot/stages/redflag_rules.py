@@ -50,6 +50,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "self_harm_or_harming_the_baby": [[(("SELF_HARM",), None)], [(("SELF_INJURY",), None)]],
     "overdose": [[(("OVERDOSE",), None)], [(("SWALLOWED", "MEDS"), 6)]],
     "collapse": [[(("COLLAPSE",), None)]],
+    "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
 }
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
 # that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is
@@ -70,7 +71,7 @@ class RedFlag:
 # ``redflag_scope.reassured_denial``), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
     "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
-    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY".split()
+    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 

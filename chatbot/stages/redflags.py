@@ -51,6 +51,7 @@ CATEGORY_ACTION: dict[str, str] = {
     "seizure": "emergency",
     "feverish_or_floppy_newborn": "emergency",
     "collapse": "emergency",
+    "cord_prolapse": "emergency",
     "self_harm_or_harming_the_baby": "mental_health",
     "overdose": "poisoning",
 }
