@@ -98,6 +98,8 @@ def test_osa_distance(a, b, distance):
         ("Ho preso troppe pastiglie di tachipirina", "overdose"),
         ("Mia figlia ha ingerito una pila", "overdose"),
         ("I fainted and I'm 20 weeks pregnant", "collapse"),
+        ("stamattina ha avuto scatti ritmici di braccia e gambe per due minuti", "seizure"),
+        ("his arms and legs were jerking and he stared for a minute", "seizure"),
         ("I can see the umbilical cord coming out, 37 weeks", "cord_prolapse"),
         ("vedo il cordone ombelicale che esce, sono a 39 settimane", "cord_prolapse"),
     ],
@@ -128,6 +130,9 @@ def test_red_flags_in_english_and_italian_with_typos(text, category):
         "Is it safe to drink coffee when pregnant?",
         # "nn" denies the sign as "non" does
         "il neonato nn ha febbre ed e tranquillo, quanto deve dormire?",
+        # "molto" (very) is not a typo of "mollo" (floppy); a startle in sleep is not a seizure
+        "Lo stress al lavoro può fare male al bambino? Ho un lavoro molto pesante",
+        "il neonato nel sonno fa degli scatti e allarga le braccia, è il riflesso di Moro?",
         # the newborn's cord stump is not a prolapsed cord
         "the cord stump came off today, is that normal?",
         "come si pulisce il cordone ombelicale?",

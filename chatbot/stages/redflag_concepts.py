@@ -133,6 +133,12 @@ CONCEPTS: dict[str, list[str]] = {
         "seizur*", "siezur*", "convuls*", "having a fit", "had a fit", "has a fit", "fitting", "epileptic fit",
         "fits", "crisi epilettic*", "attacco epilettic*", "shaking and unresponsive", "jerking",
     ],
+    # jerking limbs said without the word "seizure": a seizure whoever it is about (the subject may be sentences away)
+    "SEIZURE_LIMBS": [
+        "rhythmic jerking", "jerking * arms", "jerking * * arms", "arms and legs jerking", "arms and legs were jerking",
+        "scatti * braccia", "scatti * * braccia", "scatti * gambe", "braccia e gambe a scatti",
+        "scosse * braccia", "scosse * * braccia", "scatti ritmici", "scosse ritmiche",
+    ],
     "FEVER": [
         "fever*", "feverish", "has a temperature", "have a temperature", "got a temperature", "high temperature",
         "running a temperature", "temperature of #num", "temperature is #num", "temp of #num", "high temp",

@@ -40,7 +40,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     ],
     "chest_pain_or_breathing": [[(("CHEST", "CHEST_SYMPTOM"), 5)], [(("BREATHING",), None)]],
     "stroke_signs": [[(("STROKE_SIGN",), None)], [(("STROKE_WORD", "SELF"), 8)]],
-    "seizure": [[(("SEIZURE", "SELF|BABY|NEWBORN"), 10)]],
+    "seizure": [[(("SEIZURE", "SELF|BABY|NEWBORN"), 10)], [(("SEIZURE_LIMBS",), None)]],
     "feverish_or_floppy_newborn": [
         [(("NEWBORN", "FEVER"), 12)],
         [(("BABY", "FEVER", "SELF"), 10)],
@@ -71,7 +71,7 @@ class RedFlag:
 # ``redflag_scope.reassured_denial``), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
     "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
-    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE".split()
+    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE SEIZURE_LIMBS".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 
