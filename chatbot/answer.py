@@ -102,6 +102,7 @@ def _answer(
     """
     from chatbot.language import detect_language
     from chatbot.stages import safety as sf
+    from chatbot.stages.diagnosis_request import personal_request
 
     start = time.perf_counter()
     cfg = services.settings.safety
@@ -119,7 +120,7 @@ def _answer(
         )
     t0 = time.perf_counter()
     lang = detect_language(text, min_confidence=cfg.language_min_confidence)
-    request = sf.detect_personal_request(text)
+    request = personal_request(text, use_model=cfg.diagnosis_model)
     signals = sf.injection_signals(text)
     query = sf.retrieval_text(text)
     reply_lang = lang.reply_language

@@ -3,8 +3,11 @@ character grams. Shared by the red-flag classifier and the exclusion detector's 
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,3 +46,35 @@ def features(text: str, n_features: int = N_FEATURES) -> tuple[np.ndarray, np.nd
     val = np.sign(val) * np.log1p(np.abs(val))
     norm = float(np.linalg.norm(val))
     return idx, (val / norm if norm else val)
+
+
+_Head = TypeVar("_Head", bound="BinaryHead")
+
+
+class BinaryHead:
+    """A binary logistic head over these features, shipped as int8 weights (one scale) with a bar:
+    ``weights.npz`` and ``config.json`` (``threshold``, ``n_features`` and the training record) in one folder."""
+
+    def __init__(self, weights: np.ndarray, bias: float, threshold: float, n_features: int) -> None:
+        self.weights, self.bias, self.threshold, self.n_features = weights, bias, threshold, n_features
+
+    def score(self, text: str) -> float:
+        idx, val = features(text, self.n_features)
+        z = float(self.weights[idx] @ val) + self.bias if len(idx) else self.bias
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def save(self, folder: Path, meta: dict[str, Any]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        scale = float(np.abs(self.weights).max() / 127.0) or 1.0
+        q = np.clip(np.round(self.weights / scale), -127, 127).astype(np.int8)
+        np.savez_compressed(folder / "weights.npz", weights=q, scale=np.float32(scale), bias=np.float32(self.bias))
+        config = {"threshold": self.threshold, "n_features": self.n_features, **meta}
+        (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls: type[_Head], folder: Path) -> _Head:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        with np.load(folder / "weights.npz") as z:
+            weights = z["weights"].astype(np.float32) * float(z["scale"])
+            bias = float(z["bias"])
+        return cls(weights, bias, float(config["threshold"]), int(config["n_features"]))

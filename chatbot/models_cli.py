@@ -161,6 +161,11 @@ def list_models() -> list[dict[str, Any]]:
         name = f"dismissal model of the exclusion detector (retrieval.learned_exclusions={learned})"
         source = "hashed n-gram logistic head trained by `python -m chatbot.training.dismissal` on our own clauses"
         out.append(_model_entry(name, dm, "weights.npz", source))
+    dr = shipped_model("diagnosis_request")
+    if (dr / "weights.npz").is_file():
+        name = f"personal-diagnosis request model (safety.diagnosis_model={settings.safety.diagnosis_model})"
+        source = "hashed n-gram logistic head trained by `python -m chatbot.training.diagnosis_request` on our own text"
+        out.append(_model_entry(name, dr, "weights.npz", source))
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
     configured = settings.embedding.e5_dir

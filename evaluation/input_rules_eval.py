@@ -1,8 +1,9 @@
 """Score the rule-based readers of a question on a labelled set: the language detector
 (``chatbot.language.detect_language``) and the personal dose/diagnosis request detector
-(``chatbot.stages.safety.detect_personal_request``).
+(``chatbot.stages.diagnosis_request.personal_request``: the rules of ``chatbot.stages.safety``, then the learned
+diagnosis fallback).
 
-    python -m evaluation.input_rules_eval --language FILE --personal FILE --out DIR --name NAME
+    python -m evaluation.input_rules_eval --language FILE --personal FILE --out DIR --name NAME [--diagnosis-model]
 
 ``--language``: JSONL rows ``{"id", "text", "language"}``; ``--personal``: rows ``{"id", "text", "kind"}`` with kind
 ``dosage``, ``diagnosis`` or ``none``. Writes ``NAME.json`` (summary) and ``NAME.per_query.jsonl`` (one row per
@@ -19,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from chatbot.language import detect_language
-from chatbot.stages.safety import detect_personal_request
+
+try:  # the rules, then (--diagnosis-model) the learned diagnosis fallback, as the answer path reads them
+    from chatbot.stages.diagnosis_request import personal_request
+except ImportError:  # a revision before the fallback existed: the rules alone
+
+    def personal_request(text: str, use_model: bool = False) -> str | None:
+        from chatbot.stages.safety import detect_personal_request
+
+        return detect_personal_request(text)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -42,12 +51,13 @@ def score_language(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dic
     return {"n": total, "accuracy": round(sum(out.values()) / total, 4), "by_language": by}, detail
 
 
-def score_personal(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Confusion of the request detector: label → verdict counts, and accuracy."""
+def score_personal(rows: list[dict[str, Any]], use_model: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Confusion of the request reader (rules; with ``use_model`` the diagnosis fallback too): label → verdict
+    counts, and accuracy."""
     confusion: Counter[tuple[str, str]] = Counter()
     detail = []
     for row in rows:
-        got = detect_personal_request(row["text"]) or "none"
+        got = personal_request(row["text"], use_model=use_model) or "none"
         confusion[(row["kind"], got)] += 1
         detail.append({"id": row["id"], "label": row["kind"], "verdict": got, "ok": got == row["kind"]})
     total = sum(confusion.values())
@@ -71,14 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--personal", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--name", required=True)
+    ap.add_argument("--diagnosis-model", action="store_true", help="as safety.diagnosis_model=true")
     args = ap.parse_args(argv)
     summary: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    for key, path, scorer in (("language", args.language, score_language), ("personal", args.personal, score_personal)):
-        if path is None:
-            continue
-        summary[key], detail = scorer(_rows(path))
-        rows += [{"set": key, **d} for d in detail]
+    if args.language is not None:
+        summary["language"], detail = score_language(_rows(args.language))
+        rows += [{"set": "language", **d} for d in detail]
+    if args.personal is not None:
+        summary["personal"], detail = score_personal(_rows(args.personal), args.diagnosis_model)
+        rows += [{"set": "personal", **d} for d in detail]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (args.out / f"{args.name}.per_query.jsonl").write_text(

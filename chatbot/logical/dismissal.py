@@ -11,15 +11,12 @@ become the NOT term. Trained by ``python -m chatbot.training.dismissal`` (card: 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
-
-from chatbot.hashed_ngrams import features
+from chatbot.hashed_ngrams import BinaryHead
 from chatbot.resources import shipped_model
 from chatbot.stages.text_match import fold
 
@@ -165,32 +162,8 @@ def dismissed_term(clause: str) -> str:
     return re.sub(r"'s$", "", clause[tokens[best[0]].start() : tokens[best[1]].end()]).strip()
 
 
-class DismissalModel:
+class DismissalModel(BinaryHead):
     """Binary logistic head over hashed n-grams: P(a clause dismisses a topic)."""
-
-    def __init__(self, weights: np.ndarray, bias: float, threshold: float, n_features: int) -> None:
-        self.weights, self.bias, self.threshold, self.n_features = weights, bias, threshold, n_features
-
-    def score(self, clause: str) -> float:
-        idx, val = features(clause, self.n_features)
-        z = float(self.weights[idx] @ val) + self.bias if len(idx) else self.bias
-        return 1.0 / (1.0 + np.exp(-z))
-
-    def save(self, folder: Path, meta: dict) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        scale = float(np.abs(self.weights).max() / 127.0) or 1.0
-        q = np.clip(np.round(self.weights / scale), -127, 127).astype(np.int8)
-        np.savez_compressed(folder / "weights.npz", weights=q, scale=np.float32(scale), bias=np.float32(self.bias))
-        config = {"threshold": self.threshold, "n_features": self.n_features, **meta}
-        (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, folder: Path) -> DismissalModel:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        with np.load(folder / "weights.npz") as z:
-            weights = z["weights"].astype(np.float32) * float(z["scale"])
-            bias = float(z["bias"])
-        return cls(weights, bias, float(config["threshold"]), int(config["n_features"]))
 
 
 @lru_cache(maxsize=2)
