@@ -371,3 +371,31 @@ def test_an_urgent_message_and_the_answer_under_it_keep_to_the_length_limit(tmp_
     # compose.urgent_in_limit off: the answer under the message has max_chars of its own
     apart = _urgent_reply(tmp_path, fake_embedder, monkeypatch, long_urgent, in_limit=False)
     assert apart["reply"] == f"{long_urgent}\n\n{both}" and "room" not in apart["trace"]["compose"]
+
+
+# -- the opt-in diagnosis fallback (safety.diagnosis_model) ------------------------------------------------
+
+
+@pytest.mark.parametrize(("on", "status"), [(False, "answered"), (True, "safe_reply")])
+def test_the_diagnosis_model_setting_sends_a_diagnosis_request_to_the_safe_reply(tmp_path, fake_embedder, on, status):
+    # keyword vectors (tests/conftest.py): the sleep card matches; the rules read no personal request in the question
+    docs = [
+        Document(
+            "sleep", "Card S", "https://example.org/sleep", "Babies who sleep badly in the evening may have colic."
+        ),
+        Document("fever", "Card F", "https://example.org/fever", "A fever is 38C or more."),
+    ]
+    settings = Settings(
+        paths={"data_dir": tmp_path / "data"},
+        index={"collection": f"diagnosis-{on}", "exact": True},
+        rerank={"kind": "none"},
+        embedding={"model": "minilm"},
+        safety={"min_relevance_dense": {"minilm": 0.0}, "relevance_gate": "threshold", "diagnosis_model": on},
+    )
+    services = indexed_services(settings, fake_embedder, docs, max_chars=300, min_chars=10)
+
+    ans = answer("is it colic? he cries every evening and will not sleep", services, "dense")
+
+    assert ans["status"] == status
+    assert ans["trace"]["safety"]["personal_request"] == ("diagnosis" if on else None)
+    assert ans["links"][0]["url"] == "https://example.org/sleep"
