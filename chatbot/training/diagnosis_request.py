@@ -27,7 +27,7 @@ import numpy as np
 from chatbot.hashed_ngrams import N_FEATURES, BinaryHead
 from chatbot.resources import workspace_root
 from chatbot.stages.safety import detect_personal_request
-from chatbot.training.dismissal import choose_bar, fit, out_of_fold
+from chatbot.training.dismissal import choose_bar, fit, head_arguments, head_record, out_of_fold
 from chatbot.training.redflags import matrix
 
 TRAIN = Path(__file__).parent / "diagnosis_data" / "train.jsonl"
@@ -74,10 +74,7 @@ def training_messages(root: Path) -> list[tuple[str, bool, str]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ship", type=Path, default=None, help="write the model here (e.g. models/diagnosis_request)")
-    ap.add_argument("--C", type=float, default=4.0)
-    ap.add_argument("--max-false-rate", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=20)
+    head_arguments(ap, "diagnosis_request", max_false_rate=0.01, seed=20)
     args = ap.parse_args(argv)
     data = training_messages(workspace_root())
     y = np.array([lab for _, lab, _ in data], dtype=bool)
@@ -97,9 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ship:
         w, b = fit(x, y, args.C, args.seed, weights)
         meta = {
-            "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words (chatbot.hashed_ngrams)",
-            "head": f"binary logistic regression, C={args.C}, balanced classes, int8 weights (one scale)",
-            "seed": args.seed,
+            **head_record(args.C, args.seed),
             "messages": len(y),
             "diagnosis_requests": int(y.sum()),
             "oof_recall": round(recall, 4),

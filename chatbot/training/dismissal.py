@@ -203,12 +203,26 @@ def choose_bar(p: np.ndarray, y: np.ndarray, max_false_rate: float) -> float:
     return float(min(0.99, neg[allowed] + 1e-6)) if len(neg) > allowed else 0.5
 
 
+def head_arguments(ap: argparse.ArgumentParser, model: str, max_false_rate: float, seed: int) -> None:
+    """The options of a command that fits a ``BinaryHead``: where to ship it, C, the bar's false rate, the seed."""
+    ap.add_argument("--ship", type=Path, default=None, help=f"write the model here (e.g. models/{model})")
+    ap.add_argument("--C", type=float, default=4.0)
+    ap.add_argument("--max-false-rate", type=float, default=max_false_rate)
+    ap.add_argument("--seed", type=int, default=seed)
+
+
+def head_record(c: float, seed: int) -> dict[str, Any]:
+    """The first keys of a shipped head's config.json: its features, its head and seed."""
+    return {
+        "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words (chatbot.hashed_ngrams)",
+        "head": f"binary logistic regression, C={c}, balanced classes, int8 weights (one scale)",
+        "seed": seed,
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ship", type=Path, default=None, help="write the model here (e.g. models/dismissal)")
-    ap.add_argument("--C", type=float, default=4.0)
-    ap.add_argument("--max-false-rate", type=float, default=0.005)
-    ap.add_argument("--seed", type=int, default=18)
+    head_arguments(ap, "dismissal", max_false_rate=0.005, seed=18)
     args = ap.parse_args(argv)
     root = workspace_root()
     data = training_clauses(root)
@@ -233,9 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ship:
         w, b = fit(x, y, args.C, args.seed, weights)
         meta = {
-            "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words (chatbot.hashed_ngrams)",
-            "head": f"binary logistic regression, C={args.C}, balanced classes, int8 weights (one scale)",
-            "seed": args.seed,
+            **head_record(args.C, args.seed),
             "clauses": len(y),
             "dismissing": int(y.sum()),
             "oof_recall": round(recall, 4),
