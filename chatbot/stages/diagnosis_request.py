@@ -11,6 +11,7 @@ from pathlib import Path
 
 from chatbot.hashed_ngrams import BinaryHead
 from chatbot.resources import shipped_model
+from chatbot.stages.safety import detect_personal_request
 
 SHIPPED_DIR = shipped_model("diagnosis_request")
 
@@ -37,8 +38,6 @@ def asks_for_diagnosis(text: str, head: BinaryHead | None = None) -> bool:
 def personal_request(text: str, use_model: bool = True) -> str | None:
     """'dosage' or 'diagnosis' from the rules (``safety.detect_personal_request``); when they find nothing and
     ``use_model``, 'diagnosis' if the model says so; else None."""
-    from chatbot.stages.safety import detect_personal_request
-
     found = detect_personal_request(text)
     if found is None and use_model and asks_for_diagnosis(text):
         return "diagnosis"

@@ -27,7 +27,7 @@ import numpy as np
 from chatbot.hashed_ngrams import N_FEATURES, BinaryHead
 from chatbot.resources import workspace_root
 from chatbot.stages.safety import detect_personal_request
-from chatbot.training.dismissal import choose_bar, fit, head_arguments, head_record, out_of_fold
+from chatbot.training.binary_head import choose_bar, fit, head_arguments, head_record, out_of_fold, question_rows
 from chatbot.training.redflags import matrix
 
 TRAIN = Path(__file__).parent / "diagnosis_data" / "train.jsonl"
@@ -61,11 +61,9 @@ def training_messages(root: Path) -> list[tuple[str, bool, str]]:
         for name in sorted(glob.glob(str(root / pattern))):
             if name in held:
                 continue
-            for line in Path(name).read_text(encoding="utf-8").splitlines():
-                row = json.loads(line) if line.strip() else {}
-                text = row.get("question") or row.get("text")
-                if isinstance(text, str) and detect_personal_request(text) is None:
-                    out.append((text, False, Path(name).name))
+            for row in question_rows(Path(name)):
+                if detect_personal_request(row["text"]) is None:
+                    out.append((row["text"], False, Path(name).name))
     seen: dict[str, tuple[str, bool, str]] = {}
     for text, label, source in out:
         seen.setdefault(" ".join(text.lower().split()), (text, label, source))

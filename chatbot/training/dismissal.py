@@ -25,13 +25,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from chatbot.hashed_ngrams import N_FEATURES
 from chatbot.logical.context_cue_tables import QUESTION
 from chatbot.logical.detect import analyse
 from chatbot.logical.dismissal import MAX_WORDS, DismissalModel, clauses, marked
 from chatbot.resources import workspace_root
+from chatbot.training.binary_head import (
+    choose_bar,
+    fit,
+    head_arguments,
+    head_record,
+    out_of_fold,
+    question_rows,
+)
 from chatbot.training.redflags import matrix
 
 SEEDS = Path(__file__).parent / "dismissal_data" / "seeds.jsonl"
@@ -45,17 +52,6 @@ NEGATIVE_SETS = (
     *(f"evaluation/redflags/testset{v}.jsonl" for v in ("", "-v2", "-v3", "-v4", "-v5", "-v6", "-v7", "-v8")),
 )
 HELD_BACK = ("evaluation/replies/heldout-v11.jsonl", "evaluation/replies/heldout-v12.jsonl")  # false-route check only
-
-
-def _questions(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            text = row.get("question") or row.get("text")
-            if isinstance(text, str):
-                rows.append({**row, "text": text})
-    return rows
 
 
 def _asks(clause: str) -> bool:
@@ -110,13 +106,13 @@ def _unrouted_positives(row: dict[str, Any], topics: dict[str, set[str]], source
 def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
     """(clause, dismisses, source) of every training clause (see the module docstring), duplicates dropped."""
     out: list[tuple[str, bool, str]] = []
-    for row in _questions(SEEDS):
+    for row in question_rows(SEEDS):
         out.append((row["text"], bool(row["dismisses"]), "seeds"))
     out += templated()
     topics = card_topics(root)
     for pattern in EXCLUSION_SETS:
         for path in sorted(root.glob(pattern)):
-            for row in _questions(path):
+            for row in question_rows(path):
                 if row.get("exclusion") is False:
                     continue
                 found = analyse(row["text"], learned=False)
@@ -133,7 +129,7 @@ def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
                     elif not holds and _asks(clause):
                         out.append((clause, False, path.name))
     for path in sorted(root.glob("evaluation/data/exclusion_detect_s1*.jsonl")):
-        for row in _questions(path):
+        for row in question_rows(path):
             if row.get("exclusion") is False:
                 out += [(row["text"][a:b].strip(), False, "must-not-route") for a, b in clauses(row["text"])]
     held = {str(root / p) for p in HELD_BACK}
@@ -141,7 +137,7 @@ def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
         for name in sorted(glob.glob(str(root / pattern))):
             if name in held:
                 continue
-            for row in _questions(Path(name)):
+            for row in question_rows(Path(name)):
                 if analyse(row["text"], learned=False) is not None:
                     continue
                 out += [(row["text"][a:b].strip(), False, Path(name).name) for a, b in clauses(row["text"])]
@@ -173,51 +169,6 @@ def sample_weights(data: list[tuple[str, bool, str]]) -> np.ndarray:
         return 1.0 if source.startswith("templates") else REAL_POSITIVE_WEIGHT
 
     return np.array([weight(lab, src) for _, lab, src in data])
-
-
-def fit(
-    x: sparse.csr_matrix, y: np.ndarray, c: float, seed: int, weights: np.ndarray | None = None
-) -> tuple[np.ndarray, float]:
-    from sklearn.linear_model import LogisticRegression
-
-    clf = LogisticRegression(C=c, class_weight="balanced", max_iter=2000, random_state=seed)
-    clf.fit(x, y, sample_weight=weights)
-    return clf.coef_[0].astype(np.float32), float(clf.intercept_[0])
-
-
-def out_of_fold(
-    x: sparse.csr_matrix, y: np.ndarray, c: float, seed: int, weights: np.ndarray, k: int = 5
-) -> np.ndarray:
-    fold = np.random.default_rng(seed).permutation(len(y)) % k
-    p = np.zeros(len(y))
-    for f in range(k):
-        w, b = fit(x[fold != f], y[fold != f], c, seed, weights[fold != f])
-        p[fold == f] = 1.0 / (1.0 + np.exp(-(x[fold == f] @ w + b)))
-    return p
-
-
-def choose_bar(p: np.ndarray, y: np.ndarray, max_false_rate: float) -> float:
-    """The lowest score whose false-positive rate over the negatives is at most ``max_false_rate``."""
-    neg = np.sort(p[~y])[::-1]
-    allowed = int(np.floor(max_false_rate * len(neg)))
-    return float(min(0.99, neg[allowed] + 1e-6)) if len(neg) > allowed else 0.5
-
-
-def head_arguments(ap: argparse.ArgumentParser, model: str, max_false_rate: float, seed: int) -> None:
-    """The options of a command that fits a ``BinaryHead``: where to ship it, C, the bar's false rate, the seed."""
-    ap.add_argument("--ship", type=Path, default=None, help=f"write the model here (e.g. models/{model})")
-    ap.add_argument("--C", type=float, default=4.0)
-    ap.add_argument("--max-false-rate", type=float, default=max_false_rate)
-    ap.add_argument("--seed", type=int, default=seed)
-
-
-def head_record(c: float, seed: int) -> dict[str, Any]:
-    """The first keys of a shipped head's config.json: its features, its head and seed."""
-    return {
-        "features": "hashed (crc32, signed) word 1-2-grams + char 3-5-grams within words (chatbot.hashed_ngrams)",
-        "head": f"binary logistic regression, C={c}, balanced classes, int8 weights (one scale)",
-        "seed": seed,
-    }
 
 
 def main(argv: list[str] | None = None) -> None:
