@@ -159,12 +159,21 @@ def _answer(
     result.top = without_urgent_fillers(result, services)
     relevant, safety_trace["relevance"] = gate(query, result, services, lang.language, positive=chosen.positive)
     rescued = None  # safety.cross_language_gate: an other-language card may make a refused question answerable
+    composer_question = query  # what the composer reads: the question, or its English gloss when that found the answer
     if not relevant and not chosen.excluded and request is None:
         from chatbot.stages.cross_language_gate import second_look_for
 
         rescued, more = second_look_for(result, services, lang.language, safety_trace["relevance"])
         safety_trace["relevance"].update(more)
         relevant = rescued is not None
+        if not relevant:  # safety.gloss_second_look: the English cards, searched with the question's English gloss
+            from chatbot.stages.gloss_look import gloss_look
+
+            glossed, more, glossed_content = gloss_look(query, lang.language, pipeline, services)
+            safety_trace["relevance"].update(more)
+            if glossed is not None:  # answered from the English card the gate judged, linked first
+                result, content, relevant, rescued = glossed, glossed_content, True, glossed.top[0]
+                composer_question = glossed.question  # English sentences are scored against the English gloss
         safety_trace["relevance"]["relevant"] = relevant
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:
@@ -213,7 +222,7 @@ def _answer(
 
     def compose(hits: list[Hit]) -> Any:
         return compose_reply(
-            query,  # links, addresses and markup removed: the composer and the LLM never see them
+            composer_question,  # links, addresses and markup removed: the composer and the LLM never see them
             hits,
             embedder=services.embedder,
             settings=ccfg,

@@ -68,6 +68,11 @@ def synonyms_file() -> Path:
     return _package_dir("chatbot") / "logical" / "data" / "synonyms.tsv"
 
 
+def gloss_dir() -> Path:
+    """The Italian → English glossary of patients' words (``chatbot/data/gloss-it-en/*.tsv``, chatbot.gloss)."""
+    return _package_dir("chatbot") / "data" / "gloss-it-en"
+
+
 def migrations_dir() -> Path:
     """Alembic's script location (env.py, script.py.mako, versions/)."""
     return _package_dir("chatbot") / "store" / "migrations"

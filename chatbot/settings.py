@@ -952,6 +952,27 @@ class SafetySettings(_Group):
         "other-language pool's first document when logit(P) + slope * (its cosine - the best link's) >= cut "
         "(chatbot.stages.cross_language_gate; refitted on the session-11 gate's P, relevance-gate-s11.md). {}: off.",
     )
+    gloss_second_look: bool = Field(
+        default=True,
+        description="An Italian question the gate refused is searched again as its English gloss (chatbot.gloss) "
+        "and answered from English cards when the English gate accepts the gloss (stages.gloss_look). Off: "
+        "Italian questions whose answer is only in English cards stay refused (evaluation/results/gloss-s21.md).",
+    )
+    gloss_min_coverage: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description="gloss_second_look runs only when the glossary translated at least this share of the question's"
+        " content words. Higher: fewer broken glosses judged (safer), fewer rescued questions.",
+    )
+    gloss_min_probability: float = Field(
+        default=0.8,
+        gt=0.0,
+        lt=1.0,
+        description="gloss_second_look answers when the English gate's P on the gloss reaches this (its own "
+        "threshold is lower: a gloss is broken English). 0.8 kept all 200 Italian dev out-of-scope questions "
+        "refused (evaluation/results/gloss-s21.md); lower rescues more, and more wrongly.",
+    )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",
         description="The classifier gate's coefficients per embedder (python -m evaluation.redteam.gate_fit).",
