@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-MAX_PHRASE = 4  # words in the longest glossary phrase that is looked up
+MAX_PHRASE = 5  # words in the longest glossary phrase that is looked up
 MIN_STEM = 4  # letters a word keeps after its final vowels are stripped, for the stem lookup
 
 # Italian words that carry no content once a question is glossed (articles, prepositions and their contractions,
@@ -86,11 +86,17 @@ class Glossary:
         return cls(entries, stems)
 
     def lookup(self, word: str) -> str | None:
-        """The English of one folded word: itself, else its stem's."""
+        """The English of one folded word: itself, else the word with another final vowel (Italian gender and
+        number: "sere" → "sera", too short for a stem), else its stem's."""
         hit = self.entries.get((word,))
-        if hit is None and not word.isdigit():
-            hit = self.stems.get(stem(word))
-        return hit
+        if hit is not None or word.isdigit():
+            return hit
+        if len(word) >= MIN_STEM and word[-1] in "aeio":
+            for vowel in "aeio":
+                hit = self.entries.get((word[:-1] + vowel,))
+                if hit is not None:
+                    return hit
+        return self.stems.get(stem(word))
 
     def gloss(self, text: str) -> Gloss:
         toks = words(text)
@@ -112,11 +118,9 @@ class Glossary:
                     out.append(tok)
                     glossed, content = glossed + 1, content + 1
                     continue
-                english = self.lookup(tok)
-                if tok in FUNCTION_WORDS:
-                    if english is not None and (tok,) in self.entries:
-                        out.append(english)  # the glossary named it (e.g. "e" → "and"), though it counts for nothing
+                if tok in FUNCTION_WORDS:  # an article or a pronoun alone says nothing English search can use
                     continue
+                english = self.lookup(tok)
                 content += 1
                 if english is None:
                     out.append(tok)

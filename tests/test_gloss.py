@@ -17,6 +17,7 @@ TINY = Glossary.from_pairs(
         ("ecografia", "scan / ultrasound"),
         ("morfologica", "anomaly"),
         ("settimana", "week"),
+        ("sera", "evening"),
         ("e", "and"),
         ("ciuccio", "dummy / pacifier"),
         ("ciuccio", "soother"),  # a second gloss of the same entry is ignored: the first wins
@@ -47,6 +48,10 @@ def test_plurals_are_found_by_their_stem_and_both_english_words_are_kept() -> No
     assert TINY.gloss("il ciuccio").text == "dummy pacifier"
 
 
+def test_a_short_word_is_found_with_another_final_vowel() -> None:
+    assert TINY.gloss("tutte le sere").text == "tutte evening"  # "ser" would be too short a stem
+
+
 def test_unknown_words_stay_italian_and_lower_the_coverage() -> None:
     g = TINY.gloss("quanto costa una ecografia alla 20 settimana")
     assert g.text == "quanto costa scan ultrasound 20 week"
@@ -54,9 +59,9 @@ def test_unknown_words_stay_italian_and_lower_the_coverage() -> None:
     assert g.coverage == pytest.approx(0.6)
 
 
-def test_a_function_word_the_glossary_names_is_kept_but_not_counted() -> None:
+def test_a_function_word_is_dropped_even_when_the_glossary_names_it() -> None:
     g = TINY.gloss("moncone e cordone")
-    assert g.text == "stump and cord"
+    assert g.text == "stump cord"
     assert (g.glossed, g.content) == (2, 2)
 
 
