@@ -10,11 +10,12 @@ so the English gate sees it as an unknown word. Nothing here is shown to a patie
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from chatbot.stages.text_match import fold
 
 MAX_PHRASE = 5  # words in the longest glossary phrase that is looked up
 MIN_STEM = 4  # letters a word keeps after its final vowels are stripped, for the stem lookup
@@ -27,13 +28,6 @@ FUNCTION_WORDS = frozenset(
     sulla sui sugli sulle sull d c e ed o od mio mia miei mie tuo tua tuoi tue suo sua suoi sue nostro nostra nostri
     nostre vostro vostra vostri vostre loro mi ti si ci vi ne io tu lui lei noi voi""".split()
 )
-
-
-def fold(text: str) -> str:
-    """Lower case without accents; typographic apostrophes made plain."""
-    text = unicodedata.normalize("NFKD", text.lower())
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    return text.replace("’", "'").replace("`", "'").replace("´", "'")
 
 
 def words(text: str) -> list[str]:
