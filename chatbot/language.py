@@ -40,14 +40,15 @@ SHORT_MIN_CONFIDENCE = 0.6
 
 # Function words that only one served language uses. lingua's character n-grams can be swayed by one long
 # medical word ("Cos'è la toxoplasmosi?" reads Portuguese, then English; "prosciutto crudo" makes an English
-# question Italian): when one served language has at least MARKERS_TO_DECIDE of its words and the other none,
-# the question is that language. _STRICT: words no other detectable Latin-script language writes either (a
-# message with MARKERS_TO_DECIDE of them is never refused as Spanish: "il mio bimbo ha la febre cosa faccio").
+# question Italian): when one served language has at least MARKERS_TO_DECIDE of its words and MARKER_RATIO times
+# the other's, the question is that language (the English side lists a few words Italian never writes:
+# "pregnant"). _STRICT: words no other detectable Latin-script language writes either (a message with
+# MARKERS_TO_DECIDE of them is never refused as Spanish: "il mio bimbo ha la febre cosa faccio").
 _MARKERS = {
     "en": frozenset(
         "the is are was were what how when why which should can could would will does did have has had of to "
         "for with and or not my your it this that these those about if there they she he we our be been do on "
-        "am i'm im".split()
+        "am i'm im while during eat pregnant pregnancy safe breastfeeding".split()
     ),
     "it": frozenset(
         "il lo gli la le di da del della dello delle degli dei nel nella nello nelle negli nei sono ho hai ha "
@@ -65,6 +66,7 @@ _STRICT = {
     ),
 }
 MARKERS_TO_DECIDE = 2
+MARKER_RATIO = 3  # a language's marker words must outnumber the other's this many times (when it has any)
 
 _WORD = re.compile(r"[^\W\d_]+")
 _LATIN = re.compile(r"[A-Za-zÀ-ɏ]")
@@ -163,11 +165,13 @@ def detect_language(text: str, fallback: str | None = None, min_confidence: floa
 
 
 def _marked(tokens: list[str], markers: dict[str, frozenset[str]]) -> str | None:
-    """The served language with at least MARKERS_TO_DECIDE of its marker words while the other has none."""
+    """The served language with at least MARKERS_TO_DECIDE of its marker words and MARKER_RATIO times as many as
+    the other (an English question naming "mozzarella di bufala" keeps its English verdict)."""
     counts = {lang: sum(t in words for t in tokens) for lang, words in markers.items()}
-    winners = [lang for lang, n in counts.items() if n >= MARKERS_TO_DECIDE]
-    if len(winners) == 1 and all(n == 0 for lang, n in counts.items() if lang != winners[0]):
-        return winners[0]
+    best = max(counts, key=counts.__getitem__)
+    rest = max((n for lang, n in counts.items() if lang != best), default=0)
+    if counts[best] >= MARKERS_TO_DECIDE and counts[best] >= MARKER_RATIO * rest and counts[best] > rest:
+        return best
     return None
 
 

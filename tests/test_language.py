@@ -97,3 +97,22 @@ def test_scores_are_the_three_best_confidences():
 
 def test_min_confidence_one_never_refuses_a_latin_script_message():
     assert detect_language("¿Puedo tomar café durante el embarazo?", min_confidence=1.0).supported
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("can I eat mozzarella di bufala while pregnant", "en"),  # 4 English marker words against one Italian "di"
+        ("is prosciutto di parma safe in pregnancy", "en"),
+        ("il baby monitor va bene anche per i gemelli?", "it"),  # an English loan word leaves it Italian
+    ],
+)
+def test_marker_words_decide_when_they_outnumber_the_other_language_three_to_one(text, language):
+    assert detect_language(text).language == language
+
+
+def test_too_few_marker_words_leave_the_verdict_to_the_detector():
+    from chatbot.language import _MARKERS, _marked
+
+    assert _marked("can i have mozzarella di bufala".split(), _MARKERS) is None  # 2 English, 1 Italian: 2 < 3
+    assert _marked("can i eat mozzarella di bufala while pregnant".split(), _MARKERS) == "en"
