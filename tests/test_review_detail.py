@@ -104,3 +104,19 @@ def test_stage_label_shows_who_the_card_is_for():
     assert stage_label({"stage": "trying,pregnancy"}) == " [trying, pregnancy]"
     assert stage_label({"stage": ""}) == ""
     assert stage_label({}) == ""
+
+
+def test_a_reply_found_through_the_english_gloss_says_so_before_the_answer_taken():
+    gloss = {"text": "how long after falls off stump umbilical cord", "coverage": 1.0, "relevant": True,
+             "first": "en-baby-umbilical-cord-care", "probability": 0.9997, "threshold": 0.8}  # fmt: skip
+    trace = {"safety": {"relevance": {"gloss": gloss}}, "compose": {"attempts": [{"answer": ANSWER}]}}
+    md = detail_markdown(_turn(trace))
+    line = (
+        "**Answered through the English gloss:** “how long after falls off stump umbilical cord” (glossary read 100% "
+        "of the question; English gate P 1.00 ≥ 0.80; card `en-baby-umbilical-cord-care`): check that this English "
+        "card answers what was asked"
+    )
+    assert line in md
+    assert md.index("**Reply:**") < md.index(line) < md.index("**Answer taken:**")
+    refused = {"safety": {"relevance": {"gloss": {**gloss, "relevant": False, "probability": 0.3}}}}
+    assert "English gloss" not in detail_markdown(_turn(refused))

@@ -86,6 +86,21 @@ def answer_taken(trace: dict[str, Any]) -> str | None:
     return None
 
 
+def gloss_line(trace: dict[str, Any]) -> str | None:
+    """When the reply came through the English gloss of an Italian question (safety.gloss_second_look): the gloss,
+    how much of the question the glossary read, and the English gate's P, so a clinician checks the English card
+    answers what the patient asked in Italian; None otherwise."""
+    gloss = ((trace.get("safety") or {}).get("relevance") or {}).get("gloss") or {}
+    if not gloss.get("relevant"):
+        return None
+    read, p, bar = (float(gloss.get(k) or 0) for k in ("coverage", "probability", "threshold"))
+    return (
+        f"**Answered through the English gloss:** “{gloss.get('text', '')}” (glossary read {read:.0%} of the "
+        f"question; English gate P {p:.2f} ≥ {bar:.2f}; card `{gloss.get('first', '?')}`): check that this English "
+        "card answers what was asked"
+    )
+
+
 def detail_markdown(turn: dict[str, Any]) -> str:
     links = (
         "\n".join(
@@ -110,6 +125,9 @@ def detail_markdown(turn: dict[str, Any]) -> str:
     taken = answer_taken(trace)
     if taken:
         lines.insert(4, taken)
+    glossed = gloss_line(trace)
+    if glossed:
+        lines.insert(4, glossed)
     if memory.get("approval_id"):
         lines.append(
             f"**Memory:** hit={memory.get('hit')} similarity={memory.get('similarity')} "
