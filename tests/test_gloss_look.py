@@ -103,3 +103,13 @@ def test_off_or_for_an_english_question_nothing_is_looked_at(monkeypatch) -> Non
 def test_the_defaults_look_with_a_stricter_bar_than_the_english_gate() -> None:
     safety = Settings().safety
     assert (safety.gloss_second_look, safety.gloss_min_coverage, safety.gloss_min_probability) == (True, 0.6, 0.8)
+
+
+def test_a_broken_glossary_leaves_the_refusal_and_says_why(monkeypatch, tmp_path) -> None:
+    (tmp_path / "bad.tsv").write_text("moncone stump\n", encoding="utf-8")
+    read = chatbot.gloss.load_glossary.__wrapped__  # the uncached reader
+    monkeypatch.setattr(chatbot.gloss, "load_glossary", lambda folder=None: read(str(tmp_path)))
+    result, trace, content = gloss_look(QUESTION, "it", "dense+rerank", SimpleNamespace(settings=Settings()))
+    assert (result, content) == (None, None)
+    assert trace["gloss"]["relevant"] is False
+    assert trace["gloss"]["error"].endswith("bad.tsv:1: expected 'italian<TAB>english', got 'moncone stump'")

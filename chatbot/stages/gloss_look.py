@@ -30,7 +30,11 @@ def gloss_look(
     target = GLOSSED_LANGUAGES.get(language)
     if not safety.gloss_second_look or target is None:
         return None, {}, None
-    glossed = load_glossary().gloss(question)
+    try:
+        glossary = load_glossary()
+    except (OSError, ValueError) as exc:  # a missing or malformed glossary: the refusal stands, the trace says why
+        return None, {"gloss": {"relevant": False, "error": str(exc)}}, None
+    glossed = glossary.gloss(question)
     trace: dict[str, Any] = {"text": glossed.text, "coverage": round(glossed.coverage, 3), "relevant": False}
     if glossed.coverage < safety.gloss_min_coverage or not glossed.text:
         return None, {"gloss": {**trace, "reason": f"coverage below {safety.gloss_min_coverage}"}}, None
