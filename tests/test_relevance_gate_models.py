@@ -164,3 +164,29 @@ def test_with_the_query_encoder_on_its_own_gate_decides(services_encoder_it, que
     rel = ans["trace"]["safety"]["relevance"]
     assert (rel["gate"], rel["gate_model"]) == ("classifier", key)
     assert ans["status"] == status, rel
+
+
+def test_an_italian_question_on_an_english_only_topic_is_answered_through_its_gloss(services):
+    """safety.gloss_second_look: no Italian card is about the cord stump, and the cross-language second look stays
+    below its cut; the question's English gloss finds the English card, the English gate accepts the gloss, and the
+    reply is that card's fact under the "no certified information in Italian" note (gloss-s21.md); off, refused."""
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
+
+    question = "dopo quanto cade il moncone del cordone ombelicale?"
+    ans = ask(services, question)
+    rel = ans["trace"]["safety"]["relevance"]
+    assert rel["cross_language"]["relevant"] is False
+    gloss = rel["gloss"]
+    assert gloss["text"] == "how long after falls off stump umbilical cord" and gloss["coverage"] == 1.0
+    assert gloss["first"] == "en-baby-umbilical-cord-care" and gloss["probability"] >= gloss["threshold"] == 0.8
+    assert rel["relevant"] is True and ans["status"] == "answered"
+    assert ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
+    assert "between one and three weeks after birth" in ans["reply"]
+    assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-umbilical-cord-care"
+    services.settings.safety.gloss_second_look = False
+    try:
+        off = ask(services, question)
+    finally:
+        services.settings.safety.gloss_second_look = True
+    assert off["status"] == "no_certified_info" and off["links"] == []
+    assert "gloss" not in off["trace"]["safety"]["relevance"]
