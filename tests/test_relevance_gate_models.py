@@ -48,10 +48,18 @@ def services(e5_cache, tmp_path_factory):
     mp.undo()
 
 
-def ask(services, question: str) -> dict:
+def ask(services, question: str, **safety) -> dict:
+    """The answer with ``safety`` settings changed for this question only (restored after)."""
     from chatbot.answer import answer
 
-    return answer(question, services)
+    before = {name: getattr(services.settings.safety, name) for name in safety}
+    for name, value in safety.items():
+        setattr(services.settings.safety, name, value)
+    try:
+        return answer(question, services)
+    finally:
+        for name, value in before.items():
+            setattr(services.settings.safety, name, value)
 
 
 @pytest.mark.parametrize(
@@ -131,12 +139,7 @@ def test_an_italian_question_answered_only_by_an_english_card_is_answered_from_i
     assert "11.5 to 16 kg" in ans["reply"].split("\n\n", 1)[1]
     assert ans["links"][0]["segment_id"].split("#")[0] == "en-preg-weight-gain"
     assert len(ans["links"]) == 3
-    rules = services.settings.safety.cross_language_gate
-    services.settings.safety.cross_language_gate = {}
-    try:
-        off = ask(services, question)
-    finally:
-        services.settings.safety.cross_language_gate = rules
+    off = ask(services, question, cross_language_gate={})
     assert off["status"] == "no_certified_info" and off["links"] == []
     assert "cross_language" not in off["trace"]["safety"]["relevance"]
 
@@ -183,10 +186,6 @@ def test_an_italian_question_on_an_english_only_topic_is_answered_through_its_gl
     assert ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
     assert "between one and three weeks after birth" in ans["reply"]
     assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-umbilical-cord-care"
-    services.settings.safety.gloss_second_look = False
-    try:
-        off = ask(services, question)
-    finally:
-        services.settings.safety.gloss_second_look = True
+    off = ask(services, question, gloss_second_look=False)
     assert off["status"] == "no_certified_info" and off["links"] == []
     assert "gloss" not in off["trace"]["safety"]["relevance"]
