@@ -19,7 +19,8 @@ from chatbot.logical.dismissal import (
     shipped_model_of,
     text_language,
 )
-from chatbot.training.dismissal import choose_bar, templated
+from chatbot.training.binary_head import choose_bar
+from chatbot.training.dismissal import templated
 
 N = 1 << 12
 

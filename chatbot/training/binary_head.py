@@ -1,11 +1,15 @@
 """What the commands that fit a ``chatbot.hashed_ngrams.BinaryHead`` share (the dismissal model, the
 diagnosis-request model): reading our sets' questions, the balanced logistic fit, out-of-fold scores, the bar at a
-false-positive rate, the command's options and the head's record in ``config.json``."""
+false-positive rate, the command's options and shipping the head with its record in ``config.json``."""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,17 @@ def question_rows(path: Path) -> list[dict[str, Any]]:
             if isinstance(text, str):
                 rows.append({**row, "text": text})
     return rows
+
+
+def set_rows(root: Path, patterns: Sequence[str], held_back: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file name, question row) of every set under ``root`` matching ``patterns`` (in name order per pattern),
+    except the files ``held_back`` (paths relative to ``root``)."""
+    held = {str(root / p) for p in held_back}
+    for pattern in patterns:
+        for name in sorted(glob.glob(str(root / pattern))):
+            if name not in held:
+                for row in question_rows(Path(name)):
+                    yield Path(name).name, row
 
 
 def fit(
@@ -68,3 +83,54 @@ def head_record(c: float, seed: int) -> dict[str, Any]:
         "head": f"binary logistic regression, C={c}, balanced classes, int8 weights (one scale)",
         "seed": seed,
     }
+
+
+@dataclass(frozen=True)
+class OutOfFold:
+    """A head's training rows as features, their out-of-fold scores, the bar chosen on them and what it gives."""
+
+    x: sparse.csr_matrix
+    y: np.ndarray
+    p: np.ndarray
+    bar: float
+    recall: float
+    false_rate: float
+
+
+def out_of_fold_run(texts: Sequence[str], labels: Sequence[bool], weights: np.ndarray, args: Any) -> OutOfFold:
+    """Out-of-fold scores of ``texts`` (``args``: the ``head_arguments`` options) and the bar at their false rate."""
+    from chatbot.training.redflags import matrix
+
+    y = np.array(labels, dtype=bool)
+    x = matrix(list(texts))
+    x.sort_indices()  # the solver then sums in the order the shipped weights were fitted with (bit-identical)
+    p = out_of_fold(x, y, args.C, args.seed, weights)
+    bar = choose_bar(p, y, args.max_false_rate)
+    return OutOfFold(x, y, p, bar, float((p[y] >= bar).mean()), float((p[~y] >= bar).mean()))
+
+
+def ship_head(
+    run: OutOfFold,
+    weights: np.ndarray,
+    args: Any,
+    head: type,
+    module: str,
+    counts: dict[str, int],
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Fit ``head`` (a ``BinaryHead`` class) on every row and write it to ``args.ship`` with its record: the head's
+    keys, ``counts``, the out-of-fold recall and false rate, ``extra``, the bar's false rate and the command."""
+    from chatbot.hashed_ngrams import N_FEATURES
+
+    w, b = fit(run.x, run.y, args.C, args.seed, weights)
+    meta = {
+        **head_record(args.C, args.seed),
+        **counts,
+        "oof_recall": round(run.recall, 4),
+        "oof_false_rate": round(run.false_rate, 5),
+        **(extra or {}),
+        "max_false_rate": args.max_false_rate,
+        "command": f"python -m chatbot.training.{module} " + " ".join(sys.argv[1:]),
+    }
+    head(w, b, run.bar, N_FEATURES).save(args.ship, meta)
+    print(f"wrote {args.ship}")

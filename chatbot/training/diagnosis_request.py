@@ -17,18 +17,15 @@ is at most ``--max-false-rate``. Weights int8 with one scale, a config with the 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from chatbot.hashed_ngrams import N_FEATURES, BinaryHead
+from chatbot.hashed_ngrams import BinaryHead
 from chatbot.resources import workspace_root
 from chatbot.stages.safety import detect_personal_request
-from chatbot.training.binary_head import choose_bar, fit, head_arguments, head_record, out_of_fold, question_rows
-from chatbot.training.redflags import matrix
+from chatbot.training.binary_head import head_arguments, out_of_fold_run, set_rows, ship_head
 
 TRAIN = Path(__file__).parent / "diagnosis_data" / "train.jsonl"
 NEGATIVE_SETS = (
@@ -56,14 +53,9 @@ def training_messages(root: Path) -> list[tuple[str, bool, str]]:
         if line.strip():
             row = json.loads(line)
             out.append((row["text"], bool(row["label"]), "written"))
-    held = {str(root / p) for p in HELD_BACK}
-    for pattern in NEGATIVE_SETS:
-        for name in sorted(glob.glob(str(root / pattern))):
-            if name in held:
-                continue
-            for row in question_rows(Path(name)):
-                if detect_personal_request(row["text"]) is None:
-                    out.append((row["text"], False, Path(name).name))
+    for name, row in set_rows(root, NEGATIVE_SETS, HELD_BACK):
+        if detect_personal_request(row["text"]) is None:
+            out.append((row["text"], False, name))
     seen: dict[str, tuple[str, bool, str]] = {}
     for text, label, source in out:
         seen.setdefault(" ".join(text.lower().split()), (text, label, source))
@@ -75,34 +67,18 @@ def main(argv: list[str] | None = None) -> None:
     head_arguments(ap, "diagnosis_request", max_false_rate=0.01, seed=20)
     args = ap.parse_args(argv)
     data = training_messages(workspace_root())
-    y = np.array([lab for _, lab, _ in data], dtype=bool)
-    x = matrix([t for t, _, _ in data])
-    x.sort_indices()
     weights = np.array([WRITTEN_WEIGHT if src == "written" else 1.0 for _, _, src in data])
-    p = out_of_fold(x, y, args.C, args.seed, weights)
-    bar = choose_bar(p, y, args.max_false_rate)
-    recall = float((p[y] >= bar).mean())
-    false_rate = float((p[~y] >= bar).mean())
-    written_neg = np.array([src == "written" for _, _, src in data]) & ~y
-    written_false = float((p[written_neg] >= bar).mean())
+    run = out_of_fold_run([t for t, _, _ in data], [lab for _, lab, _ in data], weights, args)
+    written_neg = np.array([src == "written" for _, _, src in data]) & ~run.y
+    written_false = float((run.p[written_neg] >= run.bar).mean())
     print(
-        f"messages {len(y)} (diagnosis requests {int(y.sum())}); out-of-fold bar {bar:.3f}: recall {recall:.3f}, "
-        f"false-positive rate {false_rate:.4f} (written near misses {written_false:.3f})"
+        f"messages {len(run.y)} (diagnosis requests {int(run.y.sum())}); out-of-fold bar {run.bar:.3f}: recall "
+        f"{run.recall:.3f}, false-positive rate {run.false_rate:.4f} (written near misses {written_false:.3f})"
     )
     if args.ship:
-        w, b = fit(x, y, args.C, args.seed, weights)
-        meta = {
-            **head_record(args.C, args.seed),
-            "messages": len(y),
-            "diagnosis_requests": int(y.sum()),
-            "oof_recall": round(recall, 4),
-            "oof_false_rate": round(false_rate, 5),
-            "oof_false_rate_written_near_misses": round(written_false, 4),
-            "max_false_rate": args.max_false_rate,
-            "command": "python -m chatbot.training.diagnosis_request " + " ".join(sys.argv[1:]),
-        }
-        BinaryHead(w, b, bar, N_FEATURES).save(args.ship, meta)
-        print(f"wrote {args.ship}")
+        counts = {"messages": len(run.y), "diagnosis_requests": int(run.y.sum())}
+        extra = {"oof_false_rate_written_near_misses": round(written_false, 4)}
+        ship_head(run, weights, args, BinaryHead, "diagnosis_request", counts, extra)
 
 
 if __name__ == "__main__":

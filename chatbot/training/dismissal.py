@@ -17,29 +17,18 @@ clauses is at most ``--max-false-rate``. Weights int8 with one scale, a card wit
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chatbot.hashed_ngrams import N_FEATURES
 from chatbot.logical.context_cue_tables import QUESTION
 from chatbot.logical.detect import analyse
 from chatbot.logical.dismissal import MAX_WORDS, DismissalModel, clauses, marked
 from chatbot.resources import workspace_root
-from chatbot.training.binary_head import (
-    choose_bar,
-    fit,
-    head_arguments,
-    head_record,
-    out_of_fold,
-    question_rows,
-)
-from chatbot.training.redflags import matrix
+from chatbot.training.binary_head import head_arguments, out_of_fold_run, question_rows, set_rows, ship_head
 
 SEEDS = Path(__file__).parent / "dismissal_data" / "seeds.jsonl"
 TEMPLATES = Path(__file__).parent / "dismissal_data" / "templates.json"
@@ -132,15 +121,9 @@ def training_clauses(root: Path) -> list[tuple[str, bool, str]]:
         for row in question_rows(path):
             if row.get("exclusion") is False:
                 out += [(row["text"][a:b].strip(), False, "must-not-route") for a, b in clauses(row["text"])]
-    held = {str(root / p) for p in HELD_BACK}
-    for pattern in NEGATIVE_SETS:
-        for name in sorted(glob.glob(str(root / pattern))):
-            if name in held:
-                continue
-            for row in question_rows(Path(name)):
-                if analyse(row["text"], learned=False) is not None:
-                    continue
-                out += [(row["text"][a:b].strip(), False, Path(name).name) for a, b in clauses(row["text"])]
+    for name, row in set_rows(root, NEGATIVE_SETS, HELD_BACK):
+        if analyse(row["text"], learned=False) is None:
+            out += [(row["text"][a:b].strip(), False, name) for a, b in clauses(row["text"])]
     seen: dict[str, tuple[str, bool, str]] = {}
     for clause, label, source in out:
         key = " ".join(clause.lower().split())
@@ -175,39 +158,21 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     head_arguments(ap, "dismissal", max_false_rate=0.005, seed=18)
     args = ap.parse_args(argv)
-    root = workspace_root()
-    data = training_clauses(root)
-    texts = [t for t, _, _ in data]
-    y = np.array([lab for _, lab, _ in data], dtype=bool)
-    x = matrix(texts)
-    x.sort_indices()  # the solver then sums in the order the shipped weights were fitted with (bit-identical)
+    data = training_clauses(workspace_root())
     weights = sample_weights(data)
-    p = out_of_fold(x, y, args.C, args.seed, weights)
-    bar = choose_bar(p, y, args.max_false_rate)
-    recall = float((p[y] >= bar).mean())
-    false_rate = float((p[~y] >= bar).mean())
-    print(f"clauses {len(y)} (dismissing {int(y.sum())}); out-of-fold bar {bar:.3f}: recall {recall:.3f}, "
-          f"false-positive rate {false_rate:.4f}")  # fmt: skip
+    run = out_of_fold_run([t for t, _, _ in data], [lab for _, lab, _ in data], weights, args)
+    print(f"clauses {len(run.y)} (dismissing {int(run.y.sum())}); out-of-fold bar {run.bar:.3f}: recall "
+          f"{run.recall:.3f}, false-positive rate {run.false_rate:.4f}")  # fmt: skip
     sources: dict[str, list[int]] = {}
-    for (_, lab, src), q in zip(data, p, strict=True):
+    for (_, lab, src), q in zip(data, run.p, strict=True):
         s = sources.setdefault(f"{src} {'pos' if lab else 'neg'}", [0, 0])
         s[0] += 1
-        s[1] += int(q >= bar)
+        s[1] += int(q >= run.bar)
     for name, (n, hit) in sorted(sources.items()):
         print(f"  {name}: {hit}/{n} at or above the bar")
     if args.ship:
-        w, b = fit(x, y, args.C, args.seed, weights)
-        meta = {
-            **head_record(args.C, args.seed),
-            "clauses": len(y),
-            "dismissing": int(y.sum()),
-            "oof_recall": round(recall, 4),
-            "oof_false_rate": round(false_rate, 5),
-            "max_false_rate": args.max_false_rate,
-            "command": "python -m chatbot.training.dismissal " + " ".join(sys.argv[1:]),
-        }
-        DismissalModel(w, b, bar, N_FEATURES).save(args.ship, meta)
-        print(f"wrote {args.ship}")
+        counts = {"clauses": len(run.y), "dismissing": int(run.y.sum())}
+        ship_head(run, weights, args, DismissalModel, "dismissal", counts)
 
 
 if __name__ == "__main__":
