@@ -220,6 +220,12 @@ def _answer(
             else threshold_for(ccfg.support_threshold, services, "compose.support_threshold")
         )
 
+    readings = gloss_note = None
+    if ccfg.gloss_words and composer_question == query:  # a question answered through its gloss reads it already
+        from chatbot.gloss import gloss_readings
+
+        readings, gloss_note = gloss_readings(query, reply_lang)
+
     def compose(hits: list[Hit]) -> Any:
         return compose_reply(
             composer_question,  # links, addresses and markup removed: the composer and the LLM never see them
@@ -243,6 +249,8 @@ def _answer(
             reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
             # an exclusion question that asks for things opens with the options, not a verdict (answer_options)
             kind=answer_kind(query, bool(chosen.excluded)),
+            # compose.gloss_words: an Italian question's English gloss matched with English sentences' words
+            readings=readings,
         )
 
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)
@@ -273,6 +281,8 @@ def _answer(
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
     if rescued is None:
         composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
+    if gloss_note:
+        composed.trace["gloss_words"] = gloss_note
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000
     stage_event("compose", result.timings_ms["compose"])
     if not composed.text:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from chatbot.stages.text_match import fold
 
@@ -150,3 +151,23 @@ def load_glossary(folder: str | None = None) -> Glossary:
     for f in files:
         pairs += read_pairs(f.read_text(encoding="utf-8").splitlines(), str(f))
     return Glossary.from_pairs(pairs)
+
+
+GLOSSED_LANGUAGES = {"it": "en"}  # question language → the language its gloss is written in
+
+
+def gloss_readings(question: str, language: str) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
+    """The question's words as the answer-first composer matches them with sentences of the gloss's language
+    (``{"en": question + " " + gloss}`` for an Italian question; answer_select.reading), and a trace entry; (None,
+    None) for a language without a gloss. A missing or malformed glossary leaves the question as it is and says
+    why in the trace entry."""
+    target = GLOSSED_LANGUAGES.get(language)
+    if target is None:
+        return None, None
+    try:
+        glossed = load_glossary().gloss(question)
+    except (OSError, ValueError) as exc:
+        return None, {"error": str(exc)}
+    if not glossed.text:
+        return None, {"text": ""}
+    return {target: f"{question} {glossed.text}"}, {"text": glossed.text, "coverage": round(glossed.coverage, 3)}

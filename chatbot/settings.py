@@ -855,6 +855,12 @@ class ComposeSettings(_Group):
         " one's. Higher keeps replies short and focused; lower adds context. Scale-free, the same for"
         " any embedder (evaluation/results/replies.md).",
     )
+    gloss_words: bool = Field(
+        default=True,
+        description="Extractive, answer-first: an Italian question's words are matched with English sentences "
+        "through its English gloss (chatbot.gloss) too, so 'quante volte al giorno' finds 'three times a day'. "
+        "Off: only cognates match across languages (evaluation/results/gloss-compose-s22.md).",
+    )
     answer_scorer: Literal["cues", "cues+trained", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
         default="cues",
         description="Extractive: how the answering sentence (it opens the reply) is chosen. cues: question type "

@@ -4,7 +4,7 @@ qualify or support it (scores: chatbot.stages.answer_select; optional bi-/cross-
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,10 +104,12 @@ def compose_answer_first(
     scorer: str = "cues",
     exclude: Callable[[str], bool] | None = None,
     kind: str | None = None,
+    readings: Mapping[str, str] | None = None,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
-    segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit."""
+    segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit.
+    ``readings``: the question's words per unit language for the shared-word terms (answer_select.reading)."""
     from chatbot.stages.answer_cues import question_type
     from chatbot.stages.answer_select import by_language, join_units, score_units, select_units
 
@@ -125,7 +127,7 @@ def compose_answer_first(
         # a model with a ``shortlist`` scores only the units the cues rank that high (the rest get 0): it embeds
         # fewer sentences, and a unit the cues put far down does not open the reply on the model alone
         limit = getattr(model, "shortlist", None)
-        scored = score_units(question, kind, list(units))[:limit] if limit else units
+        scored = score_units(question, kind, list(units), readings=readings)[:limit] if limit else units
         texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in scored]
         scores = model(question, texts)
         model_ms = round((time.perf_counter() - start) * 1000, 1)
@@ -134,13 +136,20 @@ def compose_answer_first(
             for u in units:
                 u.model_score = by_unit.get(id(u), 0.0)
     weight = getattr(model, "weight", None)  # a trained head's own weight (its metadata), else W_TRAINED
-    ranked = score_units(question, kind, units, raw_model=getattr(model, "probability", False), trained_weight=weight)
+    ranked = score_units(
+        question,
+        kind,
+        units,
+        raw_model=getattr(model, "probability", False),
+        trained_weight=weight,
+        readings=readings,
+    )
     if mixed:
-        ranked = by_language(question, ranked, language)
+        ranked = by_language(question, ranked, language, readings)
         if ranked[0].language != language:
             note = OTHER_LANGUAGE_NOTE[language]
         use = [h for h in hits if (h.segment.language or "") == ranked[0].language]
-    chosen = select_units(question, kind, ranked, max_chars, max_units)
+    chosen = select_units(question, kind, ranked, max_chars, max_units, readings=readings)
     answer = chosen[0]
     pieces = [
         {

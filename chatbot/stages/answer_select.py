@@ -19,7 +19,7 @@ score per unit (bi-encoder cosine, cross-encoder), and this module
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chatbot.stages.answer_cues import cue_score, heading_cue, unasked_condition
@@ -115,23 +115,40 @@ def candidate_idf(units: Sequence[Candidate]) -> dict[str, float]:
     return {w: math.log(1 + len(units) / n) for w, n in df.items()}
 
 
+def reading(question: str, language: str, readings: Mapping[str, str] | None) -> str:
+    """The question's words as a unit in ``language`` is compared with them: ``readings[language]`` when given (an
+    Italian question and its English gloss for English units), else the question."""
+    return readings.get(language, question) if readings else question
+
+
 def score_units(
-    question: str, kind: str, units: Sequence[Candidate], raw_model: bool = False, trained_weight: float | None = None
+    question: str,
+    kind: str,
+    units: Sequence[Candidate],
+    raw_model: bool = False,
+    trained_weight: float | None = None,
+    readings: Mapping[str, str] | None = None,
 ) -> list[Candidate]:
     """Set ``score`` and ``parts`` of every unit (in place) and return them, best first. ``raw_model``: the
     model scores are probabilities, weighted by ``trained_weight`` (default W_TRAINED) as they are (else min-max
-    normalised, W_MODEL)."""
+    normalised, W_MODEL). ``readings``: the question's words per unit language (``reading``) for the shared-word
+    terms; the question type and the model term read the question."""
     models = [u.model_score for u in units if u.model_score is not None]
     lo, hi = (min(models), max(models)) if models else (0.0, 0.0)
     idf = candidate_idf(units)
     # the document's own words (its title and every candidate of it): a card that never names what was asked
     # ("coffee") rarely holds its answer, whatever rank retrieval gave it
     doc_text: dict[str, list[str]] = {}
+    doc_language: dict[str, str] = {}
     for u in units:
         doc_text.setdefault(u.doc_id, [u.title]).extend([u.heading, u.text])
-    topic = {d: overlap_score(question, " ".join(texts), "", idf) for d, texts in doc_text.items()}
+        doc_language.setdefault(u.doc_id, u.language)
+    topic = {
+        d: overlap_score(reading(question, doc_language[d], readings), " ".join(texts), "", idf)
+        for d, texts in doc_text.items()
+    }
     for u in units:
-        own = overlap_score(question, u.text, u.heading, idf)
+        own = overlap_score(reading(question, u.language, readings), u.text, u.heading, idf)
         parts = {
             "cue": W_CUE * cue_score(kind, u.text),
             "heading": W_HEADING * heading_cue(kind, u.heading),
@@ -169,7 +186,9 @@ def score_units(
 OTHER_LANGUAGE_PENALTY = 0.6
 
 
-def by_language(question: str, ranked: Sequence[Candidate], language: str) -> list[Candidate]:
+def by_language(
+    question: str, ranked: Sequence[Candidate], language: str, readings: Mapping[str, str] | None = None
+) -> list[Candidate]:
     """Units of two languages (the patient's ``language`` and another), best first, of one language only: the
     other language's when its best unit wins with the shared-word terms rescored on the question's words that
     its candidates hold (equal weights) and less OTHER_LANGUAGE_PENALTY (those scores kept); else the patient's
@@ -180,7 +199,9 @@ def by_language(question: str, ranked: Sequence[Candidate], language: str) -> li
         words = _stems(u.text) | _stems(u.heading)
         vocab.setdefault(u.language, set()).update(words | _stems(u.title))
         in_doc.setdefault(u.doc_id, _stems(u.title)).update(words)
-    asked = (_stems(question) - _GENERIC) & set().union(*(v for k, v in vocab.items() if k != language))
+    asked = set().union(
+        *((_stems(reading(question, k, readings)) - _GENERIC) & v for k, v in vocab.items() if k != language)
+    )
     kept = {id(u): (u.score, dict(u.parts)) for u in ranked}
     for u in ranked:
         own = len(asked & (_stems(u.text) | _stems(u.heading))) / len(asked) if asked else 0.0
@@ -247,6 +268,7 @@ def select_units(
     max_chars: int = 600,
     max_units: int = 4,
     duplicate_overlap: float = 0.8,
+    readings: Mapping[str, str] | None = None,
 ) -> list[Candidate]:
     """The reply's units: the best (the answer) first; then same-document units that qualify it (the unit
     right after the answer: a type cue or a word of the question the answer lacks, and evidence >= FOLLOW_RATIO
@@ -272,7 +294,7 @@ def select_units(
     def span(u: Candidate) -> set[tuple[str, int]]:
         return {(u.segment_id, i) for i in range(u.first, u.last + 1)}
 
-    asked = _stems(question) - _GENERIC
+    asked = _stems(reading(question, answer.language, readings)) - _GENERIC
     same_doc = [u for u in ranked[1:] if u.doc_id == answer.doc_id]
     following = [
         u

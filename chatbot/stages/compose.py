@@ -16,7 +16,7 @@ The source links are never composed here: the caller attaches them from segment 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,7 @@ def compose_reply(
     exclude: Callable[[str], bool] | None = None,
     reserved_chars: int = 0,
     kind: str | None = None,
+    readings: Mapping[str, str] | None = None,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -101,7 +102,8 @@ def compose_reply(
     segment) and ``answer_model`` the model term of compose.answer_scorer (see answer_model_for);
     ``exclude(sentence)`` keeps sentences out of the answer-first reply (what an exclusion question excluded).
     ``kind``: the answer type when the caller knows better than ``question_type`` (an exclusion question's
-    ``options``, chatbot.stages.answer_options); None: typed from the question.
+    ``options``, chatbot.stages.answer_options); None: typed from the question. ``readings``: the question's words
+    per unit language for the answer-first composer's shared-word terms (an Italian question's English gloss).
     ``reserved_chars``: characters the reply already holds in front of the composed text (the urgent message and
     the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``).
     """
@@ -172,6 +174,7 @@ def compose_reply(
             cfg.answer_scorer,
             exclude,
             kind,
+            readings,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()

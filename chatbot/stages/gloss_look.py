@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatbot.gloss import GLOSSED_LANGUAGES
 from chatbot.pipeline import RetrievalResult, Services, run_pipeline
-
-GLOSSED_LANGUAGES = {"it": "en"}  # question language → the language its gloss is written in
 
 
 def gloss_look(
