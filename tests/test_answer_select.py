@@ -784,3 +784,47 @@ def test_the_rule_or_harm_that_completes_a_yes_no_verdict_follows_it() -> None:
         "Carry on breastfeeding from the affected side: it is safe for your baby. "
         "Stopping suddenly can make things worse."
     )
+
+
+DRINKS = seg(
+    "drinks",
+    0,
+    "Drinks",
+    "Give about 500 ml of formula a day. Offer sips of water, about 100 ml a day, from six months.",
+    "Drinks for babies",
+)
+
+
+def test_an_italian_question_matches_english_sentences_through_its_gloss() -> None:
+    question = "quanta acqua deve bere il bambino?"
+    # without a reading no word of the Italian question is in the English card: both amounts tie, the first leads
+    plain = compose_answer_first(question, hits(DRINKS), "it")
+    assert plain.text == "Give about 500 ml of formula a day. Offer sips of water, about 100 ml a day, from six months."
+    assert plain.detail["answer"]["parts"]["overlap"] == 0.0
+    # the English gloss's "water" is the sentence's: the amount of water opens the reply
+    glossed = compose_answer_first(question, hits(DRINKS), "it", readings={"en": f"{question} how much water drink"})
+    assert (
+        glossed.text == "Offer sips of water, about 100 ml a day, from six months. Give about 500 ml of formula a day."
+    )
+    assert glossed.detail["answer"]["parts"]["overlap"] == 0.5
+    assert glossed.language_note == plain.language_note is not None  # English text under the other-language note
+
+
+def test_a_reading_counts_only_for_units_of_its_language() -> None:
+    question = "quanta acqua deve bere il bambino?"
+    italian = seg("bere", 0, "Bere", "Dai 500 ml di latte al giorno. L'acqua si offre dai sei mesi.", "Bere", "it")
+
+    def overlaps(readings):
+        units = [
+            Candidate(u, d.doc_id, d.id, 0, 0, k, k, language=d.language)
+            for d in (italian, DRINKS)
+            for k, u in enumerate(d.text.split(". "))
+        ]
+        score_units(question, "how_much", units, readings=readings)
+        return {u.text[:12]: u.parts["overlap"] for u in units}
+
+    plain, read = overlaps(None), overlaps({"en": f"{question} water"})
+    # the Italian sentence shares "acqua" with the question either way (its one word found: 0.5); the English one
+    # shares "water" with the reading only (one of the two words found, equal weights: 0.25)
+    assert plain == {"Dai 500 ml d": 0.0, "L'acqua si o": 0.5, "Give about 5": 0.0, "Offer sips o": 0.0}
+    assert read == {"Dai 500 ml d": 0.0, "L'acqua si o": 0.5, "Give about 5": 0.0, "Offer sips o": 0.25}

@@ -80,3 +80,23 @@ def test_the_shipped_glossary_reads_the_cord_stump_question() -> None:
     g = load_glossary().gloss("dopo quanto cade il moncone del cordone ombelicale?")
     assert "umbilical cord" in g.text and "stump" in g.text
     assert g.coverage == 1.0
+
+
+def test_gloss_readings_give_english_sentences_the_question_and_its_gloss() -> None:
+    from chatbot.gloss import gloss_readings
+
+    readings, trace = gloss_readings("quanta acqua deve bere il bambino?", "it")
+    assert readings == {"en": "quanta acqua deve bere il bambino? how much water should must drink baby child"}
+    assert trace == {"text": "how much water should must drink baby child", "coverage": 1.0}
+    assert gloss_readings("how much water should my baby drink?", "en") == (None, None)
+
+
+def test_gloss_readings_with_a_broken_glossary_leave_the_question_and_say_why(monkeypatch, tmp_path) -> None:
+    import chatbot.gloss
+
+    (tmp_path / "bad.tsv").write_text("acqua water\n", encoding="utf-8")
+    read = chatbot.gloss.load_glossary.__wrapped__
+    monkeypatch.setattr(chatbot.gloss, "load_glossary", lambda folder=None: read(str(tmp_path)))
+    readings, trace = chatbot.gloss.gloss_readings("quanta acqua?", "it")
+    assert readings is None
+    assert trace == {"error": f"{tmp_path / 'bad.tsv'}:1: expected 'italian<TAB>english', got 'acqua water'"}

@@ -186,9 +186,7 @@ def score_units(
 OTHER_LANGUAGE_PENALTY = 0.6
 
 
-def by_language(
-    question: str, ranked: Sequence[Candidate], language: str, readings: Mapping[str, str] | None = None
-) -> list[Candidate]:
+def by_language(question: str, ranked: Sequence[Candidate], language: str) -> list[Candidate]:
     """Units of two languages (the patient's ``language`` and another), best first, of one language only: the
     other language's when its best unit wins with the shared-word terms rescored on the question's words that
     its candidates hold (equal weights) and less OTHER_LANGUAGE_PENALTY (those scores kept); else the patient's
@@ -199,9 +197,7 @@ def by_language(
         words = _stems(u.text) | _stems(u.heading)
         vocab.setdefault(u.language, set()).update(words | _stems(u.title))
         in_doc.setdefault(u.doc_id, _stems(u.title)).update(words)
-    asked = set().union(
-        *((_stems(reading(question, k, readings)) - _GENERIC) & v for k, v in vocab.items() if k != language)
-    )
+    asked = (_stems(question) - _GENERIC) & set().union(*(v for k, v in vocab.items() if k != language))
     kept = {id(u): (u.score, dict(u.parts)) for u in ranked}
     for u in ranked:
         own = len(asked & (_stems(u.text) | _stems(u.heading))) / len(asked) if asked else 0.0
