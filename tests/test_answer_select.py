@@ -828,3 +828,45 @@ def test_a_reading_counts_only_for_units_of_its_language() -> None:
     # shares "water" with the reading only (one of the two words found, equal weights: 0.25)
     assert plain == {"Dai 500 ml d": 0.0, "L'acqua si o": 0.5, "Give about 5": 0.0, "Offer sips o": 0.0}
     assert read == {"Dai 500 ml d": 0.0, "L'acqua si o": 0.5, "Give about 5": 0.0, "Offer sips o": 0.25}
+
+
+def test_a_reading_orders_the_other_language_it_won_on_the_question_own_words() -> None:
+    from chatbot.stages.answer_select import by_language
+
+    def unit(text: str, language: str, position: int, parts: dict[str, float]) -> Candidate:
+        doc = f"{language}-card"
+        return Candidate(
+            text,
+            doc,
+            f"{doc}#{position}",
+            0 if language == "en" else 1,
+            position,
+            0,
+            0,
+            language=language,
+            score=sum(parts.values()),
+            parts={"overlap": 0.0, "topic": 0.0, **parts},
+        )
+
+    def units() -> list[Candidate]:
+        # as score_units left them with the reading: the second English unit shares "water" with the gloss
+        return [
+            unit("Give 500 ml of formula a day.", "en", 0, {"cue": 2.0}),
+            unit("Offer 100 ml of water a day.", "en", 1, {"cue": 2.0, "overlap": 0.5}),
+            unit("Dai 500 ml al giorno.", "it", 0, {"cue": 1.0}),
+        ]
+
+    question = "quanta acqua deve bere?"
+    # English wins on the question's own words either way (2.0 - 0.6 > 1.0); without a reading the shared-word
+    # terms are rescored on the question's words (none is English) and the two amounts tie: reading order
+    plain = by_language(question, units(), "it")
+    assert [(u.text, u.score) for u in plain] == [
+        ("Give 500 ml of formula a day.", 1.4),
+        ("Offer 100 ml of water a day.", 1.4),
+    ]
+    # with the reading the English units keep the scores score_units gave them, less the language penalty
+    read = by_language(question, units(), "it", {"en": f"{question} how much water"})
+    assert [(u.text, u.score, u.parts["language"]) for u in read] == [
+        ("Offer 100 ml of water a day.", 1.9, -0.6),
+        ("Give 500 ml of formula a day.", 1.4, -0.6),
+    ]

@@ -147,7 +147,7 @@ def compose_answer_first(
     if mixed:
         # the language is decided on the question's own words (readings would tip it to the gloss's language: an
         # Italian card that answered a dev question on cheeses lost to the English card, replies-v14)
-        ranked = by_language(question, ranked, language)
+        ranked = by_language(question, ranked, language, readings)
         if ranked[0].language != language:
             note = OTHER_LANGUAGE_NOTE[language]
         use = [h for h in hits if (h.segment.language or "") == ranked[0].language]

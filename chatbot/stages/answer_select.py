@@ -186,11 +186,15 @@ def score_units(
 OTHER_LANGUAGE_PENALTY = 0.6
 
 
-def by_language(question: str, ranked: Sequence[Candidate], language: str) -> list[Candidate]:
+def by_language(
+    question: str, ranked: Sequence[Candidate], language: str, readings: Mapping[str, str] | None = None
+) -> list[Candidate]:
     """Units of two languages (the patient's ``language`` and another), best first, of one language only: the
     other language's when its best unit wins with the shared-word terms rescored on the question's words that
-    its candidates hold (equal weights) and less OTHER_LANGUAGE_PENALTY (those scores kept); else the patient's
-    language's, with their scores as ``score_units`` gave them (document ranks among all the hits)."""
+    its candidates hold (equal weights) and less OTHER_LANGUAGE_PENALTY (those scores kept, or, where ``readings``
+    has that language, the scores ``score_units`` gave with it, less the penalty); else the patient's language's,
+    with their scores as ``score_units`` gave them (document ranks among all the hits). The language is always
+    decided on the question's own words: a reading would tip it to the reading's language."""
     vocab: dict[str, set[str]] = {}
     in_doc: dict[str, set[str]] = {}
     for u in ranked:
@@ -215,8 +219,14 @@ def by_language(question: str, ranked: Sequence[Candidate], language: str) -> li
         key=lambda u: (-(u.score - u.parts.get("model", 0.0)), u.language != language, u.doc_rank, u.position),
     )
     if decide and decide[0].language != language:
+        other = decide[0].language
+        if readings and other in readings:  # within that language its units rank as score_units read them
+            for u in ranked:
+                if u.language == other:
+                    u.score, u.parts = round(kept[id(u)][0] - OTHER_LANGUAGE_PENALTY, 4), dict(kept[id(u)][1])
+                    u.parts["language"] = -OTHER_LANGUAGE_PENALTY
         out = sorted(ranked, key=lambda u: (-u.score, u.doc_rank, u.position, u.first))
-        return [u for u in out if u.language == decide[0].language]
+        return [u for u in out if u.language == other]
     own_language = [u for u in ranked if u.language == language]
     for u in own_language:
         u.score, u.parts = kept[id(u)]
