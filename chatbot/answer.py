@@ -174,6 +174,14 @@ def _answer(
             if glossed is not None:  # answered from the English card the gate judged, linked first
                 result, content, relevant, rescued = glossed, glossed_content, True, glossed.top[0]
                 composer_question = glossed.question  # English sentences are scored against the English gloss
+        if not relevant:  # safety.words_second_look: the question again, with the cards' words for its patient words
+            from chatbot.stages.words_look import words_look
+
+            worded, more, worded_content = words_look(query, lang.language, pipeline, services)
+            safety_trace["relevance"].update(more)
+            if worded is not None:  # answered from the card the gate judged on the expanded question, linked first
+                result, content, relevant, rescued = worded, worded_content, True, worded.top[0]
+                composer_question = worded.question
         safety_trace["relevance"]["relevant"] = relevant
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:

@@ -125,15 +125,17 @@ class Glossary:
         return Gloss(" ".join(out), glossed, content)
 
 
-def read_pairs(lines: Sequence[str], source: str = "glossary") -> list[tuple[str, str]]:
-    """``italian<TAB>english`` lines; blank lines and '#' comments skipped; a clear error for any other line."""
+def read_pairs(
+    lines: Sequence[str], source: str = "glossary", fields: str = "italian<TAB>english"
+) -> list[tuple[str, str]]:
+    """Two-field ``fields`` lines; blank lines and '#' comments skipped; a clear error for any other line."""
     pairs = []
     for n, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.rstrip("\n").split("\t")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise ValueError(f"{source}:{n}: expected 'italian<TAB>english', got {line.rstrip()!r}")
+            raise ValueError(f"{source}:{n}: expected '{fields}', got {line.rstrip()!r}")
         pairs.append((parts[0].strip(), parts[1].strip()))
     return pairs
 

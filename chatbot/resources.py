@@ -73,6 +73,11 @@ def gloss_dir() -> Path:
     return _package_dir("chatbot") / "data" / "gloss-it-en"
 
 
+def patient_words_dir() -> Path:
+    """English patients' words for the cards' terms (``chatbot/data/patient-words-en/*.tsv``, chatbot.patient_words)."""
+    return _package_dir("chatbot") / "data" / "patient-words-en"
+
+
 def migrations_dir() -> Path:
     """Alembic's script location (env.py, script.py.mako, versions/)."""
     return _package_dir("chatbot") / "store" / "migrations"

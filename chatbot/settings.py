@@ -979,6 +979,19 @@ class SafetySettings(_Group):
         "threshold is lower: a gloss is broken English). 0.8 kept all 200 Italian dev out-of-scope questions "
         "refused (evaluation/results/gloss-s21.md); lower rescues more, and more wrongly.",
     )
+    words_second_look: bool = Field(
+        default=False,
+        description="An English question the gate refused is searched again with the cards' words for its patient "
+        "words ('jabs' -> 'vaccinations'; chatbot/data/patient-words-en) and answered when the English gate accepts "
+        "that text (stages.words_look). Off: such questions stay refused.",
+    )
+    words_min_probability: float = Field(
+        default=0.8,
+        gt=0.0,
+        lt=1.0,
+        description="words_second_look answers when the English gate's P on the expanded question reaches this. "
+        "Lower rescues more, and answers more questions no card answers.",
+    )
     relevance_gate_model: Path = Field(
         default=resources.shipped_model("relevance_gate") / "gate.json",
         description="The classifier gate's coefficients per embedder (python -m evaluation.redteam.gate_fit).",
