@@ -71,6 +71,22 @@ def with_urgent_route(
     return ans
 
 
+def with_card_words(question: str, language: str) -> tuple[str, dict[str, Any] | None]:
+    """(the question with the cards' words for its patient words appended, or as it is; the trace entry): English
+    questions only (chatbot.patient_words); a missing or malformed list leaves the question and says why."""
+    from chatbot.stages.words_look import LANGUAGES
+
+    if language not in LANGUAGES:
+        return question, None
+    from chatbot.patient_words import load_patient_words
+
+    try:
+        expansion = load_patient_words().expand(question)
+    except (OSError, ValueError) as exc:
+        return question, {"error": str(exc)}
+    return expansion.text, {"matched": [list(m) for m in expansion.matched]} if expansion.matched else None
+
+
 def first_segment(doc_id: str, services: Services) -> str | None:
     """The id of a card's first indexed segment (None when it is not indexed or the index cannot say)."""
     try:
@@ -154,12 +170,15 @@ def _answer(
     chosen = route(query, pipeline, services.settings)
     pipeline = chosen.pipeline
     refresh_caches(services)
-    result = run_pipeline(pipeline, query, services)
+    searched = query  # retrieval.patient_words: an English question with the cards' words for its patient words
+    if services.settings.retrieval.patient_words and not chosen.excluded:
+        searched, safety_trace["patient_words"] = with_card_words(query, lang.language)
+    result = run_pipeline(pipeline, searched, services)
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = without_urgent_fillers(result, services)
-    relevant, safety_trace["relevance"] = gate(query, result, services, lang.language, positive=chosen.positive)
+    relevant, safety_trace["relevance"] = gate(searched, result, services, lang.language, positive=chosen.positive)
     rescued = None  # safety.cross_language_gate: an other-language card may make a refused question answerable
-    composer_question = query  # what the composer reads: the question, or its English gloss when that found the answer
+    composer_question = searched  # what the composer reads: the question (with card words), or its English gloss
     if not relevant and not chosen.excluded and request is None:
         from chatbot.stages.cross_language_gate import second_look_for
 
@@ -174,7 +193,7 @@ def _answer(
             if glossed is not None:  # answered from the English card the gate judged, linked first
                 result, content, relevant, rescued = glossed, glossed_content, True, glossed.top[0]
                 composer_question = glossed.question  # English sentences are scored against the English gloss
-        if not relevant:  # safety.words_second_look: the question again, with the cards' words for its patient words
+        if not relevant and searched == query:  # safety.words_second_look: again, with the cards' words added
             from chatbot.stages.words_look import words_look
 
             worded, more, worded_content = words_look(query, lang.language, pipeline, services)
@@ -229,7 +248,7 @@ def _answer(
         )
 
     readings = gloss_note = None
-    if ccfg.gloss_words and composer_question == query:  # a question answered through its gloss reads it already
+    if ccfg.gloss_words and composer_question == searched:  # a question answered through its gloss reads it already
         from chatbot.gloss import gloss_readings
 
         readings, gloss_note = gloss_readings(query, reply_lang)

@@ -214,6 +214,12 @@ class RetrievalSettings(_Group):
         "order. {} (off): {'it': 0.03} links more English cards for Italian questions (n.s. on dev) but cost the "
         "Italian coffee question its card (italian-cross-language-s9.md).",
     )
+    patient_words: bool = Field(
+        default=False,
+        description="English questions are searched, judged and composed with the cards' words for their patient "
+        "words appended ('first jabs' + 'vaccines'; chatbot.patient_words). Off: the question as typed "
+        "(evaluation/results/patient-words-s22.md).",
+    )
     answer_pool: dict[str, float] = Field(
         default={"it": 0.02},
         description="{question language: delta}: the best other-language candidate within delta of the lowest "
