@@ -128,3 +128,27 @@ def test_a_broken_list_leaves_the_refusal_and_says_why(monkeypatch, tmp_path) ->
     assert trace["patient_words"]["error"].endswith(
         "bad.tsv:1: expected 'patient words<TAB>card words', got 'jabs vaccinations'"
     )
+
+
+def test_with_card_words_expands_english_questions_only(monkeypatch) -> None:
+    from chatbot.answer import with_card_words
+
+    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None: TINY)
+    assert with_card_words("first jabs?", "en") == ("first jabs? vaccinations", {"matched": [["jabs", "vaccinations"]]})
+    assert with_card_words("how long does labour last?", "en") == ("how long does labour last?", None)
+    assert with_card_words("un bicchiere di vino?", "it") == ("un bicchiere di vino?", None)
+
+
+def test_with_card_words_and_a_broken_list_keep_the_question_and_say_why(monkeypatch, tmp_path) -> None:
+    from chatbot.answer import with_card_words
+
+    (tmp_path / "bad.tsv").write_text("jabs\n", encoding="utf-8")
+    read = load_patient_words.__wrapped__
+    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None: read(str(tmp_path)))
+    text, trace = with_card_words("first jabs?", "en")
+    assert text == "first jabs?"
+    assert trace["error"].endswith("bad.tsv:1: expected 'patient words<TAB>card words', got 'jabs'")
+
+
+def test_the_setting_is_off_by_default() -> None:
+    assert Settings().retrieval.patient_words is False
