@@ -74,11 +74,10 @@ def with_urgent_route(
 def with_card_words(question: str, language: str) -> tuple[str, dict[str, Any] | None]:
     """(the question with the cards' words for its patient words appended, or as it is; the trace entry): English
     questions only (chatbot.patient_words); a missing or malformed list leaves the question and says why."""
-    from chatbot.stages.words_look import LANGUAGES
+    from chatbot.patient_words import LANGUAGES, load_patient_words
 
     if language not in LANGUAGES:
         return question, None
-    from chatbot.patient_words import load_patient_words
 
     try:
         expansion = load_patient_words().expand(question)
@@ -193,14 +192,6 @@ def _answer(
             if glossed is not None:  # answered from the English card the gate judged, linked first
                 result, content, relevant, rescued = glossed, glossed_content, True, glossed.top[0]
                 composer_question = glossed.question  # English sentences are scored against the English gloss
-        if not relevant and searched == query:  # safety.words_second_look: again, with the cards' words added
-            from chatbot.stages.words_look import words_look
-
-            worded, more, worded_content = words_look(query, lang.language, pipeline, services)
-            safety_trace["relevance"].update(more)
-            if worded is not None:  # answered from the card the gate judged on the expanded question, linked first
-                result, content, relevant, rescued = worded, worded_content, True, worded.top[0]
-                composer_question = worded.question
         safety_trace["relevance"]["relevant"] = relevant
 
     def finish(reply: str, status: str, links=None, demo=None, compose_trace=None) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Everyday words patients type for what the English cards call otherwise: "jabs" where a card says "vaccinations",
 "a glass of prosecco" where it says "alcohol". A hand-written list (``chatbot/data/patient-words-en/*.tsv``,
 ``patient words<TAB>card words``, each card's words found in that card's text) adds the card's words to an English
-question (``expand``), so a question the gate refused can be searched again in the cards' own words
-(stages.words_look). Nothing here is shown to a patient."""
+question (``expand``), so it is searched, judged and composed in the cards' own words too
+(retrieval.patient_words, ``chatbot.answer.with_card_words``). Nothing here is shown to a patient."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from chatbot.gloss import read_pairs, words
 
 MAX_PHRASE = 4  # words in the longest patient phrase that is looked up
+LANGUAGES = ("en",)  # the question languages there are lists for: English words for the English cards
 
 
 @dataclass(frozen=True)

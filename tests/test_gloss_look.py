@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import chatbot.gloss
-import chatbot.stages.search_again as search_again_module
+import chatbot.stages.gloss_look as gloss_look_module
 import chatbot.stages.relevance
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult
@@ -46,7 +46,7 @@ def run(
     settings = Settings()
     settings.safety = settings.safety.model_copy(update=safety)
     monkeypatch.setattr(chatbot.gloss, "load_glossary", lambda folder=None: TINY)
-    monkeypatch.setattr(search_again_module, "run_pipeline", pipeline)
+    monkeypatch.setattr(gloss_look_module, "run_pipeline", pipeline)
     monkeypatch.setattr(chatbot.stages.relevance, "gate", gate)
     result, trace, content = gloss_look(question, language, "dense+rerank", SimpleNamespace(settings=settings))
     assert content is None  # no managed (database) document among the hits: the content gate reads nothing

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from chatbot.gloss import GLOSSED_LANGUAGES
-from chatbot.pipeline import RetrievalResult, Services
-from chatbot.stages.search_again import search_again
+from chatbot.pipeline import RetrievalResult, Services, run_pipeline
 
 
 def gloss_look(
@@ -21,7 +20,10 @@ def gloss_look(
 ) -> tuple[RetrievalResult | None, dict[str, Any], dict[str, Any] | None]:
     """(the gloss's retrieval result to answer from, or None; the trace under "gloss"; the content gate's entry
     for that result, as ``chatbot.content_gate.gate_result`` gives it: only versions patients may read are judged)."""
+    from chatbot.content_gate import gate_result
     from chatbot.gloss import load_glossary
+    from chatbot.stages.redflags import urgent_card_ids
+    from chatbot.stages.relevance import gate, without_urgent_fillers
 
     safety = services.settings.safety
     target = GLOSSED_LANGUAGES.get(language)
@@ -35,5 +37,15 @@ def gloss_look(
     trace: dict[str, Any] = {"text": glossed.text, "coverage": round(glossed.coverage, 3), "relevant": False}
     if glossed.coverage < safety.gloss_min_coverage or not glossed.text:
         return None, {"gloss": {**trace, "reason": f"coverage below {safety.gloss_min_coverage}"}}, None
-    result, judged, content = search_again(glossed.text, target, pipeline, services, safety.gloss_min_probability)
-    return result, {"gloss": {**trace, **judged}}, content
+    result = run_pipeline(pipeline, glossed.text, services)
+    content = gate_result(result, services)
+    result.top = without_urgent_fillers(result, services)
+    first = result.top[0].segment if result.top else None
+    if first is None or first.language != target or first.doc_id in urgent_card_ids(safety.urgent_cards):
+        reason = "no link" if first is None else f"first link {first.doc_id} is not a {target} card for answers"
+        return None, {"gloss": {**trace, "first": None if first is None else first.doc_id, "reason": reason}}, None
+    _, judged = gate(glossed.text, result, services, target)
+    p = judged.get("probability")  # None: no classifier gate in force, so no second look
+    relevant = p is not None and p >= safety.gloss_min_probability
+    trace.update(first=first.doc_id, probability=p, threshold=safety.gloss_min_probability, relevant=relevant)
+    return (result, {"gloss": trace}, content) if relevant else (None, {"gloss": trace}, None)
