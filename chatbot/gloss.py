@@ -140,19 +140,24 @@ def read_pairs(
     return pairs
 
 
+def read_folder(root: Path, what: str, fields: str = "italian<TAB>english") -> list[tuple[str, str]]:
+    """The pairs of every ``*.tsv`` in ``root``, files in name order (``read_pairs``); ``what`` names them in the
+    error when there is none."""
+    files = sorted(root.glob("*.tsv"))
+    if not files:
+        raise FileNotFoundError(f"no {what} files (*.tsv) in {root}")
+    pairs: list[tuple[str, str]] = []
+    for f in files:
+        pairs += read_pairs(f.read_text(encoding="utf-8").splitlines(), str(f), fields)
+    return pairs
+
+
 @lru_cache(maxsize=4)
 def load_glossary(folder: str | None = None) -> Glossary:
     """The glossary of every ``*.tsv`` in ``folder`` (default: the shipped ``chatbot/data/gloss-it-en``)."""
     from chatbot.resources import gloss_dir
 
-    root = Path(folder) if folder else gloss_dir()
-    files = sorted(root.glob("*.tsv"))
-    if not files:
-        raise FileNotFoundError(f"no glossary files (*.tsv) in {root}")
-    pairs: list[tuple[str, str]] = []
-    for f in files:
-        pairs += read_pairs(f.read_text(encoding="utf-8").splitlines(), str(f))
-    return Glossary.from_pairs(pairs)
+    return Glossary.from_pairs(read_folder(Path(folder) if folder else gloss_dir(), "glossary"))
 
 
 GLOSSED_LANGUAGES = {"it": "en"}  # question language → the language its gloss is written in

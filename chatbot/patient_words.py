@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from chatbot.gloss import read_pairs, words
+from chatbot.gloss import read_folder, words
 
 MAX_PHRASE = 4  # words in the longest patient phrase that is looked up
 LANGUAGES = ("en",)  # the question languages there are lists for: English words for the English cards
@@ -74,10 +74,4 @@ def load_patient_words(folder: str | None = None) -> PatientWords:
     from chatbot.resources import patient_words_dir
 
     root = Path(folder) if folder else patient_words_dir()
-    files = sorted(root.glob("*.tsv"))
-    if not files:
-        raise FileNotFoundError(f"no patient-word files (*.tsv) in {root}")
-    pairs: list[tuple[str, str]] = []
-    for f in files:
-        pairs += read_pairs(f.read_text(encoding="utf-8").splitlines(), str(f), "patient words<TAB>card words")
-    return PatientWords.from_pairs(pairs)
+    return PatientWords.from_pairs(read_folder(root, "patient-word", "patient words<TAB>card words"))
