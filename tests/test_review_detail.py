@@ -120,3 +120,18 @@ def test_a_reply_found_through_the_english_gloss_says_so_before_the_answer_taken
     assert md.index("**Reply:**") < md.index(line) < md.index("**Answer taken:**")
     refused = {"safety": {"relevance": {"gloss": {**gloss, "relevant": False, "probability": 0.3}}}}
     assert "English gloss" not in detail_markdown(_turn(refused))
+
+
+def test_a_question_searched_in_the_cards_words_says_which_words_were_read_as_which():
+    trace = {
+        "safety": {"patient_words": {"matched": [["jabs", "vaccines"], ["calpol", "paracetamol"]]}},
+        "compose": {"attempts": [{"answer": ANSWER}]},
+    }
+    md = detail_markdown(_turn(trace))
+    line = (
+        "**Searched in the cards' words:** “jabs” as “vaccines”; “calpol” as “paracetamol”: check that the linked "
+        "cards answer what was asked"
+    )
+    assert line in md
+    assert md.index("**Reply:**") < md.index(line) < md.index("**Answer taken:**")
+    assert "cards' words" not in detail_markdown(_turn({"safety": {"patient_words": None}}))

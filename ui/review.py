@@ -101,6 +101,16 @@ def gloss_line(trace: dict[str, Any]) -> str | None:
     )
 
 
+def patient_words_line(trace: dict[str, Any]) -> str | None:
+    """When an English question was searched with the cards' words for its patient words (retrieval.patient_words):
+    which words were read as which, so a clinician checks the reading; None otherwise."""
+    matched = ((trace.get("safety") or {}).get("patient_words") or {}).get("matched") or []
+    if not matched:
+        return None
+    read = "; ".join(f"“{said}” as “{card}”" for said, card in matched)
+    return f"**Searched in the cards' words:** {read}: check that the linked cards answer what was asked"
+
+
 def detail_markdown(turn: dict[str, Any]) -> str:
     links = (
         "\n".join(
@@ -125,7 +135,7 @@ def detail_markdown(turn: dict[str, Any]) -> str:
     taken = answer_taken(trace)
     if taken:
         lines.insert(4, taken)
-    glossed = gloss_line(trace)
+    glossed = gloss_line(trace) or patient_words_line(trace)
     if glossed:
         lines.insert(4, glossed)
     if memory.get("approval_id"):
