@@ -71,21 +71,6 @@ def with_urgent_route(
     return ans
 
 
-def with_card_words(question: str, language: str) -> tuple[str, dict[str, Any] | None]:
-    """(the question with the cards' words for its patient words appended, or as it is; the trace entry): English
-    questions only (chatbot.patient_words); a missing or malformed list leaves the question and says why."""
-    from chatbot.patient_words import LANGUAGES, load_patient_words
-
-    if language not in LANGUAGES:
-        return question, None
-
-    try:
-        expansion = load_patient_words().expand(question)
-    except (OSError, ValueError) as exc:
-        return question, {"error": str(exc)}
-    return expansion.text, {"matched": [list(m) for m in expansion.matched]} if expansion.matched else None
-
-
 def first_segment(doc_id: str, services: Services) -> str | None:
     """The id of a card's first indexed segment (None when it is not indexed or the index cannot say)."""
     try:
@@ -171,6 +156,8 @@ def _answer(
     refresh_caches(services)
     searched = query  # retrieval.patient_words: an English question with the cards' words for its patient words
     if services.settings.retrieval.patient_words and not chosen.excluded:
+        from chatbot.patient_words import with_card_words
+
         searched, safety_trace["patient_words"] = with_card_words(query, lang.language)
     result = run_pipeline(pipeline, searched, services)
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)

@@ -1,8 +1,8 @@
-"""Everyday words patients type for what the English cards call otherwise: "jabs" where a card says "vaccinations",
+"""Everyday words patients type for what the English cards call otherwise: "jabs" where a card says "vaccines",
 "a glass of prosecco" where it says "alcohol". A hand-written list (``chatbot/data/patient-words-en/*.tsv``,
 ``patient words<TAB>card words``, each card's words found in that card's text) adds the card's words to an English
 question (``expand``), so it is searched, judged and composed in the cards' own words too
-(retrieval.patient_words, ``chatbot.answer.with_card_words``). Nothing here is shown to a patient."""
+(retrieval.patient_words, ``with_card_words``). Nothing here is shown to a patient."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from chatbot.gloss import read_folder, words
 
@@ -75,3 +76,15 @@ def load_patient_words(folder: str | None = None) -> PatientWords:
 
     root = Path(folder) if folder else patient_words_dir()
     return PatientWords.from_pairs(read_folder(root, "patient-word", "patient words<TAB>card words"))
+
+
+def with_card_words(question: str, language: str) -> tuple[str, dict[str, Any] | None]:
+    """(the question with the cards' words for its patient words appended, or as it is; the trace entry): questions
+    in LANGUAGES only; a missing or malformed list leaves the question and says why."""
+    if language not in LANGUAGES:
+        return question, None
+    try:
+        expansion = load_patient_words().expand(question)
+    except (OSError, ValueError) as exc:
+        return question, {"error": str(exc)}
+    return expansion.text, {"matched": [list(m) for m in expansion.matched]} if expansion.matched else None

@@ -1,5 +1,5 @@
 """chatbot.patient_words with a hand-made list and with the shipped one, and retrieval.patient_words' expansion of
-English questions (chatbot.answer.with_card_words)."""
+English questions (chatbot.patient_words.with_card_words)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_the_shipped_list_reads_and_maps_patient_words_to_card_words() -> None:
 
 
 def test_with_card_words_expands_english_questions_only(monkeypatch) -> None:
-    from chatbot.answer import with_card_words
+    from chatbot.patient_words import with_card_words
 
     monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None: TINY)
     assert with_card_words("first jabs?", "en") == ("first jabs? vaccinations", {"matched": [["jabs", "vaccinations"]]})
@@ -47,7 +47,7 @@ def test_with_card_words_expands_english_questions_only(monkeypatch) -> None:
 
 
 def test_with_card_words_and_a_broken_list_keep_the_question_and_say_why(monkeypatch, tmp_path) -> None:
-    from chatbot.answer import with_card_words
+    from chatbot.patient_words import with_card_words
 
     (tmp_path / "bad.tsv").write_text("jabs\n", encoding="utf-8")
     read = load_patient_words.__wrapped__
