@@ -1,7 +1,8 @@
 """The answer scorer retrained on the reply sets' key phrases, measured leave-one-set-out by composer replay.
 
     python -m evaluation.answer_scorer_loso --capture DIR --data SET.jsonl [--data ...] --out DIR [--no-public]
-        [--w-trained 4] [--ship models/answer_scorer/answer_scorer_replies.npz] [--report TYPES | --nested DIRS]
+        [--w-trained 4] [--ship models/answer_scorer/answer_scorer_replies.npz] [--shipped-head reply-sets]
+        [--report TYPES | --nested DIRS | --versus-shipped TYPES]
 
 Training pairs from a reply set (``reply_pairs``): every unit the composer could offer (a sentence, a list with
 its intro, or a list's items; ``chatbot.stages.answer_first``) of every document retrieved for the question (the
@@ -240,6 +241,33 @@ def report(out: Path, names: Sequence[str], chosen: Sequence[str]) -> list[str]:
     return lines
 
 
+def versus_shipped(out: Path, names: Sequence[str], types: Sequence[str]) -> list[str]:
+    """Markdown: per held-out set, recall of the shipped configuration (cues, the shipped head's term for ``types``)
+    against the same with the fold's head (fitted without that set), gained / lost and a sign test, then pooled
+    over the sets and by language. Writes ``versus-{shipped,fold}.per_query.jsonl`` for evaluation.compare_runs."""
+    lines = ["| held-out set | n | shipped head | fold head | gained / lost |", "|---|---|---|---|---|"]
+    pooled: dict[str, list[dict[str, Any]]] = {"shipped": [], "fold": []}
+    for n in names:
+        cues, shipped, fold = (_load(out / f"{n}-{k}.per_query.jsonl") for k in ("cues", "shipped", "fold"))
+        a, b = choose(cues, shipped, types), choose(cues, fold, types)
+        g, lo = gained_lost(a, b)
+        mean_a, mean_b = np.mean([r["recall"] for r in a]), np.mean([r["recall"] for r in b])
+        lines.append(f"| {n} | {len(a)} | {mean_a:.3f} | {mean_b:.3f} | +{g} / -{lo} |")
+        pooled["shipped"] += a
+        pooled["fold"] += b
+    g, lo = gained_lost(pooled["shipped"], pooled["fold"])
+    cells = [f"{np.mean([r['recall'] for r in pooled[k]]):.3f}" for k in ("shipped", "fold")]
+    lines.append(f"| pooled | {len(pooled['fold'])} | {cells[0]} | {cells[1]} | +{g} / -{lo} (p {sign_p(g, lo):.3f}) |")
+    for lang in ("en", "it"):
+        sel = {k: [r for r in v if r["language"] == lang] for k, v in pooled.items()}
+        g, lo = gained_lost(sel["shipped"], sel["fold"])
+        cells = [f"{np.mean([r['recall'] for r in sel[k]]):.3f}" for k in ("shipped", "fold")]
+        lines.append(f"| pooled {lang} | {len(sel['fold'])} | {cells[0]} | {cells[1]} | +{g} / -{lo} |")
+    for k, rows in pooled.items():
+        (out / f"versus-{k}.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return lines
+
+
 def nested(outs: Sequence[Path], names: Sequence[str]) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
     """Leave-one-set-out choice of the run (``outs``: one per weight of the trained term) and of the question
     types: for each held-out set, the run and types (``helped_types``) with the most questions gained less lost
@@ -314,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from chatbot.embedders import load_embedder
     from chatbot.settings import load_settings
     from chatbot.stages.answer_first import TypedAnswerModel
-    from chatbot.stages.answer_trained import EMBEDDER, FEATURE_VERSION, TrainedAnswerModel
+    from chatbot.stages.answer_trained import EMBEDDER, FEATURE_VERSION, HEADS, TrainedAnswerModel
     from chatbot.training.answer_scorer import CACHE_DIR, build_matrix, embed_cached, ranking_metrics
     from chatbot.training.answer_scorer_data import load_examples
 
@@ -336,7 +364,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--base", default="w4", help="--type-weights: the run label of the shipped weight")
     p.add_argument("--base-types", default="how_long,when,yes_no,why", help="--type-weights: the shipped types")
     p.add_argument("--types", default="how_much,what_to_do", help="--type-weights: the types to choose for")
+    p.add_argument(
+        "--shipped-head",
+        default=None,
+        help="the head the 'shipped' replays use: public or reply-sets (default: compose.trained_head in force)",
+    )
+    p.add_argument(
+        "--versus-shipped",
+        default=None,
+        help="only report the rows in --out: the shipped configuration against the fold heads for these types (a,b)",
+    )
     args = p.parse_args(argv)
+    if args.versus_shipped:
+        lines = versus_shipped(args.out, [path.stem for path in args.data], args.versus_shipped.split(","))
+        print("\n".join(lines))
+        return 0
     if args.type_weights:
         runs = {k: Path(v) for k, v in (kv.split("=", 1) for kv in args.type_weights.split(","))}
         names = [path.stem for path in args.data]
@@ -389,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cached = _CachedEmbedder(embedder, dict(q_vecs), dict(s_vecs))
     base = {"feature_version": FEATURE_VERSION, "embedder": EMBEDDER, "features": int(x.shape[1]), "C": C}
     args.out.mkdir(parents=True, exist_ok=True)
-    shipped = TrainedAnswerModel(cached)
+    shipped = TrainedAnswerModel(cached, weights_file=HEADS[args.shipped_head or settings.compose.trained_head])
     summary: dict[str, Any] = {"pairs": {n: [len(v), sum(e.label for e in v)] for n, v in pairs.items()}}
     for name, items in sets:
         if args.sets_only and name not in args.sets_only.split(","):

@@ -57,3 +57,30 @@ def test_chosen_types_take_the_model_replay_and_the_others_the_cues_replay() -> 
     assert gained_lost(cues, model) == (2, 1)
     assert gained_lost(cues, mixed) == (2, 0)
     assert sign_p(2, 0) == 0.5 and sign_p(0, 0) == 1.0 and sign_p(6, 0) == 0.03125
+
+
+def test_versus_shipped_compares_the_shipped_and_fold_heads_on_the_chosen_types_only(tmp_path) -> None:
+    import json
+
+    from evaluation.answer_scorer_loso import versus_shipped
+
+    def rows(recalls: list[float], languages: str = "eei") -> list[dict]:
+        types = ["why", "when", "how_much"]
+        return [
+            {"query_id": f"q{i}", "type": t, "language": {"e": "en", "i": "it"}[lang], "recall": r}
+            for i, (t, lang, r) in enumerate(zip(types, languages, recalls, strict=True))
+        ]
+
+    runs = {"cues": [0.0, 0.0, 1.0], "shipped": [1.0, 0.0, 0.0], "fold": [0.0, 1.0, 0.0]}
+    for label, recalls in runs.items():
+        (tmp_path / f"v7-{label}.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows(recalls)))
+
+    lines = versus_shipped(tmp_path, ["v7"], ["why", "when"])
+
+    # how_much keeps the cues (1.0) both ways; why: shipped 1 / fold 0; when: shipped 0 / fold 1
+    assert lines[2] == "| v7 | 3 | 0.667 | 0.667 | +1 / -1 |"
+    assert lines[3] == "| pooled | 3 | 0.667 | 0.667 | +1 / -1 (p 1.000) |"
+    assert lines[4] == "| pooled en | 2 | 0.500 | 0.500 | +1 / -1 |"
+    assert lines[5] == "| pooled it | 1 | 1.000 | 1.000 | +0 / -0 |"
+    fold = [json.loads(x) for x in (tmp_path / "versus-fold.per_query.jsonl").read_text().splitlines()]
+    assert [r["recall"] for r in fold] == [0.0, 1.0, 1.0]
