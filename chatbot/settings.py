@@ -265,19 +265,19 @@ class RerankSettings(_Group):
         "the trace. torch: fp32 reference (evaluation/results/reranker-speed.md).",
     )
     max_length: int = Field(
-        default=256,
+        default=192,
         ge=32,
         le=512,
-        description="cross-encoder only: word pieces read per (question, segment) pair. 256 reads whole "
-        "segments (900 characters, ~200 pieces); 128 halves the cost but lowered MEDIQA test P@3 (torch "
-        "0.553 -> 0.500, int8 0.523 -> 0.508).",
+        description="cross-encoder only: word pieces read per (question, segment) pair. 192 reads most of a "
+        "segment (900 characters, ~200 pieces); with candidates 20 the rerank p50 fell 477 -> 288 ms (VNNI CPU) at "
+        "level quality (reranker-192-20-s23.md); 256 reads whole segments; 128 lost nDCG@10.",
     )
     candidates: int = Field(
-        default=30,
+        default=20,
         ge=1,
-        description="Cross-encoder only: how many of the top_k segments it rescores (cost is linear). 30: 0.67x "
-        "the CPU of 50, MEDIQA test P@3 0.561 vs 0.568 (n.s.); gate sets v2-v9 and reply sets v10-v12 level "
-        "(evaluation/results/reranker-candidates-s19.md).",
+        description="Cross-encoder only: how many of the top_k segments it rescores (cost is linear). 20 (with "
+        "max_length 192): gate sets v2-v14 and 18 reply sets level or better, fresh replies +3/-1 "
+        "(reranker-192-20-s23.md); 30: 0.67x the CPU of 50 (reranker-candidates-s19.md).",
     )
     rrf_k: int = Field(
         default=60,

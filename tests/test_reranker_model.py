@@ -218,7 +218,7 @@ def test_default_settings_rerank_english_questions_with_the_shipped_int8_model(t
     reranker, note = services.reranker_for("What are the symptoms of asthma?")
 
     assert (reranker.name, reranker.runtime, note) == ("cross-encoder", "onnx-int8", None)
-    assert reranker.onnx.max_length == 256
+    assert reranker.onnx.max_length == 192  # rerank.max_length
 
 
 def test_as_a_support_scorer_it_keeps_a_supported_sentence_and_drops_an_unrelated_one(onnx_reranker):
