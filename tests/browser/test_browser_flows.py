@@ -155,8 +155,11 @@ def test_an_italian_browser_gets_the_italian_page_and_italian_refusals(browser, 
 def test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(page, browser, live):
     from chatbot.store import auth, reviews
 
-    if not reviews.list_queue(live.state.store, "thumbs_down"):
+    if not reviews.list_queue(live.state.store, "thumbs_down"):  # run alone: the patient's thumbs down first
         ask(page, live.url, ORIGINAL)
+        page.locator("#chat button[aria-label='Dislike']").last.click()
+        page.wait_for_timeout(800)
+        assert [r["question"] for r in reviews.list_queue(live.state.store, "thumbs_down")] == [ORIGINAL]
     login(page, live.url, "clara", "/review")
     page.locator("#queue-filter").get_by_label("Thumbs down").check()
     item = page.locator("#queue label").filter(has_text=ORIGINAL).first
@@ -196,8 +199,12 @@ def test_clinician_revokes_the_approval_and_the_paraphrase_goes_back_to_the_pipe
     from chatbot.store import auth, reviews
 
     store = live.state.store
+    if not [a for a in reviews.list_approvals(store) if a["question"] == ORIGINAL]:  # run alone: approve it first
+        setup = browser.new_context().new_page()
+        test_clinician_reviews_approves_and_a_paraphrase_gets_the_approved_answer(setup, browser, live)
+        setup.context.close()
     active = [a for a in reviews.list_approvals(store) if a["question"] == ORIGINAL]
-    assert active, "the approval test above runs first"
+    assert active, "no approval of the original question to revoke"
     approval_id = active[0]["id"]
     login(page, live.url, "clara", "/review")
     page.get_by_role("tab", name="Approved answers").click()
