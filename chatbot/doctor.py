@@ -89,6 +89,7 @@ def check_cross_encoder(settings: Settings) -> Check:
         runtime=r.runtime,
         max_length=r.max_length,
         int8_matmul=settings.runtime.int8_matmul,
+        batch_size=settings.rerank.batch_size,
     )
     question = "How much caffeine can I have a day when pregnant?"
     good = "Pregnant women should limit caffeine to 200 milligrams a day, about two mugs of instant coffee."

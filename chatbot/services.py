@@ -131,6 +131,7 @@ class Services:
             runtime=r.runtime,
             max_length=r.max_length,
             int8_matmul=self.settings.runtime.int8_matmul,
+            batch_size=self.settings.rerank.batch_size,
         )
 
     @cached_property
@@ -209,6 +210,7 @@ class Services:
                 runtime=r.runtime,
                 max_length=r.language_max_length,
                 int8_matmul=self.settings.runtime.int8_matmul,
+                batch_size=self.settings.rerank.batch_size,
             )
             model.rrf_k = r.language_rrf_k
             model.own_language = language if other_only else None

@@ -279,6 +279,13 @@ class RerankSettings(_Group):
         "max_length 192): gate sets v2-v14 and 18 reply sets level or better, fresh replies +3/-1 "
         "(reranker-192-20-s23.md); 30: 0.67x the CPU of 50 (reranker-candidates-s19.md).",
     )
+    batch_size: int = Field(
+        default=1,
+        ge=1,
+        description="Cross-encoders: (question, segment) pairs per onnxruntime call (the int8 export quantizes each "
+        "call's activations with one scale). 1: rerank p50 MEDIQA 305 -> 229 ms against 16 on a VNNI CPU, gate, "
+        "replies and test splits level (reranker-batch-s23.md).",
+    )
     rrf_k: int = Field(
         default=60,
         ge=0,

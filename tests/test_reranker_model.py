@@ -219,6 +219,7 @@ def test_default_settings_rerank_english_questions_with_the_shipped_int8_model(t
 
     assert (reranker.name, reranker.runtime, note) == ("cross-encoder", "onnx-int8", None)
     assert reranker.onnx.max_length == 192  # rerank.max_length
+    assert reranker.onnx.batch_size == 1  # rerank.batch_size: each pair its own onnxruntime call
 
 
 def test_as_a_support_scorer_it_keeps_a_supported_sentence_and_drops_an_unrelated_one(onnx_reranker):

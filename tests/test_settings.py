@@ -26,6 +26,7 @@ def test_defaults(monkeypatch, tmp_path):
     assert s.embedding.model == "e5-onnx"
     assert (s.rerank.kind, s.rerank.runtime, s.rerank.model_path) == ("cross-encoder", "onnx", None)
     assert (s.rerank.max_length, s.rerank.candidates, s.rerank.cross_encoder_languages) == (192, 20, ["en"])
+    assert s.rerank.batch_size == 1
     assert s.rerank.rrf_k == 60
     assert s.safety.relevance_score == "dense"
     assert 0.0 <= s.rerank.fusion_weight <= 1.0

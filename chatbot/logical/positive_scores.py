@@ -51,6 +51,7 @@ def _named(services: Services, name: str, max_length: int) -> CrossEncoderRerank
             runtime=r.runtime,
             max_length=max_length,
             int8_matmul=services.settings.runtime.int8_matmul,
+            batch_size=services.settings.rerank.batch_size,
         )
     return loaded[key]
 

@@ -86,5 +86,6 @@ def _shipped_cross_encoder(services):
             runtime=r.runtime,
             max_length=r.max_length,
             int8_matmul=services.settings.runtime.int8_matmul,
+            batch_size=services.settings.rerank.batch_size,
         )
     return cache["model"]
