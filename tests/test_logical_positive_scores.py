@@ -64,7 +64,7 @@ def test_the_question_reranker_by_default_and_a_missing_folder_is_an_error(tmp_p
     none = SimpleNamespace(reranker_for=lambda q: (None, "it: none"), settings=None)
     assert positive_rerankers(none, "q", "it", LogicalConfig()) == []
     settings = SimpleNamespace(
-        rerank=SimpleNamespace(max_chars=900, runtime="onnx"),
+        rerank=SimpleNamespace(max_chars=900, runtime="onnx", batch_size=1),
         embedding=SimpleNamespace(threads=1),
         runtime=SimpleNamespace(int8_matmul="int8"),
     )
