@@ -82,15 +82,7 @@ def check_cross_encoder(settings: Settings) -> Check:
     path = r.model_path or SHIPPED_RERANKER
     if not (Path(path) / "config.json").is_file():
         return Check("cross-encoder", "fail", f"no model in {path}", "restore models/reranker from git")
-    model = CrossEncoderReranker(
-        path,
-        threads=1,
-        max_chars=r.max_chars,
-        runtime=r.runtime,
-        max_length=r.max_length,
-        int8_matmul=settings.runtime.int8_matmul,
-        batch_size=settings.rerank.batch_size,
-    )
+    model = CrossEncoderReranker.from_settings(path, settings, threads=1)
     question = "How much caffeine can I have a day when pregnant?"
     good = "Pregnant women should limit caffeine to 200 milligrams a day, about two mugs of instant coffee."
     bad = "Tie the laces of your running shoes firmly before a long walk."

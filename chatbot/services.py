@@ -124,15 +124,7 @@ class Services:
         r = self.settings.rerank
         if r.model_path is None and not (SHIPPED_RERANKER / "config.json").is_file():
             return None
-        return CrossEncoderReranker(
-            r.model_path or SHIPPED_RERANKER,
-            threads=self.settings.embedding.threads,
-            max_chars=r.max_chars,
-            runtime=r.runtime,
-            max_length=r.max_length,
-            int8_matmul=self.settings.runtime.int8_matmul,
-            batch_size=self.settings.rerank.batch_size,
-        )
+        return CrossEncoderReranker.from_settings(r.model_path or SHIPPED_RERANKER, self.settings)
 
     @cached_property
     def redflag_classifier(self):
@@ -203,15 +195,7 @@ class Services:
         key = (where, language if other_only else None)
         if key not in loaded:
             path = Path(where) if ("/" in where or where.startswith(".")) else SHIPPED_RERANKER.parent / where
-            model = CrossEncoderReranker(
-                path,
-                threads=self.settings.embedding.threads,
-                max_chars=r.max_chars,
-                runtime=r.runtime,
-                max_length=r.language_max_length,
-                int8_matmul=self.settings.runtime.int8_matmul,
-                batch_size=self.settings.rerank.batch_size,
-            )
+            model = CrossEncoderReranker.from_settings(path, self.settings, max_length=r.language_max_length)
             model.rrf_k = r.language_rrf_k
             model.own_language = language if other_only else None
             loaded[key] = model

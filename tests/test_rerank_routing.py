@@ -161,11 +161,11 @@ def test_a_language_model_is_loaded_from_models_by_name(tmp_path, monkeypatch):
 
     made: list[tuple] = []
 
-    def fake(path, **kwargs):
-        made.append((path, kwargs["max_length"]))
+    def fake(path, settings, max_length=None, threads=None):
+        made.append((path, max_length))
         return FakeCrossEncoder({})
 
-    monkeypatch.setattr(built, "CrossEncoderReranker", fake)
+    monkeypatch.setattr(built.CrossEncoderReranker, "from_settings", staticmethod(fake))
     services, _, _ = _services(tmp_path, language_models={"it": "reranker-e5"}, language_max_length=96)
 
     model = services.language_cross_encoder("it")
@@ -302,7 +302,7 @@ def test_language_passages_other_routes_the_languages_model_to_its_other_languag
 def test_language_passages_other_is_loaded_apart_from_the_same_model_for_all_passages(tmp_path, monkeypatch):
     import chatbot.services as built
 
-    monkeypatch.setattr(built, "CrossEncoderReranker", lambda path, **kwargs: FakeCrossEncoder({}))
+    monkeypatch.setattr(built.CrossEncoderReranker, "from_settings", staticmethod(lambda *a, **k: FakeCrossEncoder({})))
     services, _, _ = _services(
         tmp_path, language_models={"it": "reranker-e5", "en": "reranker-e5"}, language_passages={"it": "other"}
     )

@@ -42,17 +42,8 @@ def _named(services: Services, name: str, max_length: int) -> CrossEncoderRerank
     loaded = services.__dict__.setdefault("_logical_positive_rerankers", {})
     key = (name, max_length)
     if key not in loaded:
-        r = services.settings.rerank
         path = Path(name) if ("/" in name or name.startswith(".")) else SHIPPED_RERANKER.parent / name
-        loaded[key] = CrossEncoderReranker(
-            path,
-            threads=services.settings.embedding.threads,
-            max_chars=r.max_chars,
-            runtime=r.runtime,
-            max_length=max_length,
-            int8_matmul=services.settings.runtime.int8_matmul,
-            batch_size=services.settings.rerank.batch_size,
-        )
+        loaded[key] = CrossEncoderReranker.from_settings(path, services.settings, max_length=max_length)
     return loaded[key]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -255,6 +255,23 @@ class CrossEncoderReranker:
             if max_length is not None:
                 self.model.max_seq_length = max_length
         self.runtime = "onnx-int8" if self.onnx is not None else "torch"
+
+    @classmethod
+    def from_settings(
+        cls, model_path: Path, settings: Any, max_length: int | None = None, threads: int | None = None
+    ) -> CrossEncoderReranker:
+        """A cross-encoder as the settings run one: rerank.max_chars, runtime, batch_size and max_length (unless
+        given), runtime.int8_matmul, embedding.threads (unless given)."""
+        r = settings.rerank
+        return cls(
+            model_path,
+            threads=settings.embedding.threads if threads is None else threads,
+            max_chars=r.max_chars,
+            runtime=r.runtime,
+            max_length=r.max_length if max_length is None else max_length,
+            int8_matmul=settings.runtime.int8_matmul,
+            batch_size=r.batch_size,
+        )
 
     def passage(self, segment: Segment) -> str:
         text = segment.text[: self.max_chars]

@@ -78,14 +78,6 @@ def _shipped_cross_encoder(services):
         from chatbot.settings import SHIPPED_RERANKER
         from chatbot.stages.rerank import CrossEncoderReranker
 
-        r = services.settings.rerank
-        cache["model"] = CrossEncoderReranker(
-            r.model_path or SHIPPED_RERANKER,
-            threads=services.settings.embedding.threads,
-            max_chars=r.max_chars,
-            runtime=r.runtime,
-            max_length=r.max_length,
-            int8_matmul=services.settings.runtime.int8_matmul,
-            batch_size=services.settings.rerank.batch_size,
-        )
+        path = services.settings.rerank.model_path or SHIPPED_RERANKER
+        cache["model"] = CrossEncoderReranker.from_settings(path, services.settings)
     return cache["model"]
