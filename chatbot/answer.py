@@ -206,6 +206,7 @@ def _answer(
     from chatbot.stages.answer_pool import compose_with_pool, pool_candidate, separate_candidate
     from chatbot.stages.compose import compose_reply
     from chatbot.stages.generative import pragmatic_context
+    from chatbot.stages.gloss_order import gloss_order_for, gloss_text
     from chatbot.stages.redflags import urgent_card_ids
     from chatbot.stages.support import support_scorer
 
@@ -263,6 +264,12 @@ def _answer(
     pool = services.settings.retrieval.answer_pool
     extra = None
     routed_pick = services.settings.retrieval.cross_language_pick_routed
+    # retrieval.gloss_english_order: which English card an Italian question's English answer comes from
+    order = gloss_order_for(services, query, reply_lang, bool(chosen.excluded), composer_question == searched)
+    if order is not None and rescued is None and result.top:
+        result.top, ordered = order(result.top)
+        if ordered is not None:
+            safety_trace["gloss_order"] = ordered
     if rescued is None and ccfg.mode == "extractive" and (routed_pick or not chosen.excluded):
         # retrieval.cross_language_pick: an other-language card that answers where the own-language links do not;
         # never one about what the patient excluded (the route's NOT terms; None: the detector did not run)
@@ -272,6 +279,10 @@ def _answer(
         asked = chosen.positive if chosen.excluded and chosen.positive else query
         rescued, picked = pick_for(result, services, reply_lang, asked, chosen.not_terms)
         safety_trace.update(picked)
+    if order is not None and rescued is not None and "gloss_order" not in safety_trace:
+        reordered, ordered = order([rescued])  # a picked or second-look English card: which English card
+        if ordered is not None:
+            rescued, safety_trace["gloss_order"] = reordered[0], ordered
     if rescued is not None:  # answered because of this document: the reply is its own, and it is linked first
         from chatbot.stages.cross_language_gate import mixed_view
 
@@ -280,7 +291,10 @@ def _answer(
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
         dense = getattr(services, "dense", None)
         if services.settings.retrieval.answer_pool_source == "separate" and hasattr(dense, "other_language"):
-            search = partial(dense.other_language, query, reply_lang)
+            pool_text = query
+            if services.settings.retrieval.answer_pool_text == "gloss":
+                pool_text = gloss_text(query, reply_lang) or query
+            search = partial(dense.other_language, pool_text, reply_lang)
             extra = separate_candidate(result.top, search, reply_lang, pool, urgent_docs)
         else:
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)

@@ -237,6 +237,17 @@ class RetrievalSettings(_Group):
         description="Also run cross_language_pick on questions routed to the logical decomposition, never picking "
         "a card about a NOT term (exclusions-s14.md). False: the pick runs on unrouted questions only (session 13).",
     )
+    gloss_english_order: bool = Field(
+        default=True,
+        description="An Italian question whose first link (or picked card) is English: the English card is the "
+        "first of an e5 search of the English passages on its word-by-word gloss (chatbot.gloss): which card, "
+        "not whether. With answer_pool_text gloss: Italian dev +23/-3 (gloss-order-s24.md). False: as retrieved.",
+    )
+    answer_pool_text: Literal["question", "gloss"] = Field(
+        default="gloss",
+        description="What answer_pool_source=separate searches the other-language passages with: the question, or "
+        "(an Italian question) its English gloss: Italian dev +3 over gloss_english_order alone (gloss-order-s24.md).",
+    )
     answer_pool_source: Literal["separate", "candidates"] = Field(
         default="separate",
         description="Where answer_pool's other-language document comes from. separate: the first document of a "

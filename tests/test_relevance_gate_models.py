@@ -189,3 +189,31 @@ def test_an_italian_question_on_an_english_only_topic_is_answered_through_its_gl
     off = ask(services, question, gloss_second_look=False)
     assert off["status"] == "no_certified_info" and off["links"] == []
     assert "gloss" not in off["trace"]["safety"]["relevance"]
+
+
+def test_an_italian_question_answered_in_english_is_linked_to_the_english_card_its_gloss_finds(services):
+    """retrieval.gloss_english_order: the heel-prick question is answered from an English card; which one is the
+    first card of an English search on its gloss ("when is done screening heel newborn"), the newborn blood spot
+    card, not the Down's syndrome screening card the Italian question's own search ranks first (gloss-order-s24.md)."""
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
+
+    question = "quando si fa lo screening col tallone al neonato"
+    ans = answer_with(services, question)
+    assert ans["status"] == "answered" and ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
+    assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-vitamin-k-heel-prick"
+    assert "pricks the baby's heel" in ans["reply"]
+    assert ans["trace"]["safety"]["gloss_order"]["first"] == "en-baby-vitamin-k-heel-prick"
+    off = answer_with(services, question, gloss_english_order=False, answer_pool_text="question")
+    assert "gloss_order" not in off["trace"]["safety"]
+
+
+def answer_with(services, question: str, **retrieval) -> dict:
+    """The answer with ``retrieval`` settings changed for this question only (restored after)."""
+    from chatbot.answer import answer
+
+    before = services.settings.retrieval
+    services.settings.retrieval = before.model_copy(update=retrieval)
+    try:
+        return answer(question, services)
+    finally:
+        services.settings.retrieval = before
