@@ -257,6 +257,8 @@ def _answer(
             kind=answer_kind(query, bool(chosen.excluded)),
             # compose.gloss_words: an Italian question's English gloss matched with English sentences' words
             readings=readings,
+            # a question the red-flag screen found an alarm in: "get help if ..." instructions answer it
+            urgent=bool(urgent.get("urgent")),
         )
 
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)

@@ -870,3 +870,76 @@ def test_a_reading_orders_the_other_language_it_won_on_the_question_own_words() 
         ("Offer 100 ml of water a day.", 1.9, -0.6),
         ("Give 500 ml of formula a day.", 1.4, -0.6),
     ]
+
+
+NAUSEA = "Nausea and vomiting in pregnancy"
+NAUSEA_HELP = seg(
+    "nausea",
+    0,
+    "Getting help",
+    "Contact a GP or midwife straight away if you cannot keep fluids down or your wee is very dark.",
+    NAUSEA,
+)
+NAUSEA_SELF = seg(
+    "nausea",
+    1,
+    "Things that may help",
+    "Eat small amounts often rather than large meals. Sip cold drinks regularly.",
+    NAUSEA,
+)
+
+
+def nausea_reply(question: str, urgent: bool = False):
+    return compose_answer_first(
+        question,
+        hits(NAUSEA_HELP),
+        "en",
+        document_segments=lambda doc_id: [NAUSEA_HELP, NAUSEA_SELF],
+        urgent=urgent,
+    )
+
+
+def test_what_to_do_opens_with_the_self_help_when_the_question_does_not_describe_when_to_get_help() -> None:
+    out = nausea_reply("what can i do about the nausea? 8 weeks and sick all day")
+
+    # "Contact ... straight away if you cannot keep fluids down" is an instruction with an urgent word (cue 1.0), but
+    # the patient described none of its situation: it drops 0.5 and follows the self-help it no longer opens
+    assert out.detail["answer"]["question_type"] == "what_to_do"
+    assert out.text == (
+        "Eat small amounts often rather than large meals.\n\n"
+        "Contact a GP or midwife straight away if you cannot keep fluids down or your wee is very dark."
+    )
+    assert "unasked_help" not in out.detail["answer"]["parts"]
+
+
+def test_what_to_do_opens_with_getting_help_when_the_question_describes_its_situation() -> None:
+    out = nausea_reply("i cannot keep fluids down since yesterday, what should i do?")
+
+    assert out.text == (
+        "Contact a GP or midwife straight away if you cannot keep fluids down or your wee is very dark.\n\n"
+        "Eat small amounts often rather than large meals."
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "condition"),
+    [
+        ("Contact your midwife straight away if your baby is moving less.", " your baby is moving less"),
+        ("Get urgent medical help if you feel very unwell.", " you feel very unwell"),
+        ("Se il dolore persiste, rivolgiti all'ostetrica.", " il dolore persiste"),
+        ("Rivolgiti al pediatra se la febbre supera 39 gradi.", " la febbre supera 39 gradi"),
+        ("Get plenty of rest, since tiredness can make nausea worse.", None),
+        ("Eat small amounts often rather than large meals.", None),
+    ],
+)
+def test_the_situation_a_get_help_instruction_depends_on(text: str, condition: str | None) -> None:
+    from chatbot.stages.answer_cues import help_condition
+
+    assert help_condition(text) == condition
+
+
+def test_after_a_red_flag_the_get_help_instruction_opens_whatever_its_words() -> None:
+    out = nausea_reply("what can i do about the nausea? 8 weeks and sick all day", urgent=True)
+
+    assert out.text.startswith("Contact a GP or midwife straight away if you cannot keep fluids down")
+    assert "unasked_help" not in out.detail["answer"]["parts"]

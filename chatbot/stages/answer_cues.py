@@ -119,6 +119,26 @@ def unasked_condition(question: str, text: str) -> bool:
     return bool(_CONDITIONAL_OPENING.search(text)) and not _STATED_EVENT.search(question)
 
 
+# "When to get help" instructions: contact someone IF a situation arises ("Contact a GP straight away if you cannot
+# keep fluids down", "Se il dolore persiste, rivolgiti all'ostetrica"). They answer "what should I do" only for the
+# patient who describes that situation; for "what can I do about nausea" the self-help is the answer.
+_HELP_VERBS = (
+    r"contact|call|phone|ring|tell|speak|talk|ask|see|seek|get (?:\w+ ){0,2}(?:help|care|advice|assessment)|go to|"
+    r"contatta|chiama|telefona|rivolgiti|chiedi|parlane|parla|vai"
+)
+_HELP_IF = re.compile(
+    rf"\b(?:{_HELP_VERBS})\b[^.;]*?\b(?:if|se)\b(?P<after>[^.;]*)|^\W*(?:if|se)\b(?P<before>[^.;]*?),\s*(?:{_HELP_VERBS})\b",
+    re.I,
+)
+
+
+def help_condition(text: str) -> str | None:
+    """The situation a "get help if ..." instruction in ``text`` depends on ("you cannot keep food or fluids
+    down, ..."), or None when ``text`` gives no such instruction."""
+    m = _HELP_IF.search(text)
+    return None if m is None else (m.group("after") or m.group("before") or "")
+
+
 def question_type(question: str) -> str:
     """The kind of answer a question asks for: how_much, how_long, when, why, what_to_do, or yes_no (a
     yes/no or evaluative question, answered by a rule or verdict: the default)."""

@@ -105,11 +105,13 @@ def compose_answer_first(
     exclude: Callable[[str], bool] | None = None,
     kind: str | None = None,
     readings: Mapping[str, str] | None = None,
+    urgent: bool = False,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
     segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit.
-    ``readings``: the question's words per unit language for the shared-word terms (answer_select.reading)."""
+    ``readings``: the question's words per unit language for the shared-word terms (answer_select.reading).
+    ``urgent``: the red-flag screen found an alarm in the question (answer_select.score_units)."""
     from chatbot.stages.answer_cues import question_type
     from chatbot.stages.answer_select import by_language, join_units, score_units, select_units
 
@@ -127,7 +129,7 @@ def compose_answer_first(
         # a model with a ``shortlist`` scores only the units the cues rank that high (the rest get 0): it embeds
         # fewer sentences, and a unit the cues put far down does not open the reply on the model alone
         limit = getattr(model, "shortlist", None)
-        scored = score_units(question, kind, list(units), readings=readings)[:limit] if limit else units
+        scored = score_units(question, kind, list(units), readings=readings, urgent=urgent)[:limit] if limit else units
         texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in scored]
         scores = model(question, texts)
         model_ms = round((time.perf_counter() - start) * 1000, 1)
@@ -143,6 +145,7 @@ def compose_answer_first(
         raw_model=getattr(model, "probability", False),
         trained_weight=weight,
         readings=readings,
+        urgent=urgent,
     )
     if mixed:
         # the language is decided on the question's own words (readings would tip it to the gloss's language: an

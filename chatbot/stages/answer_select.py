@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from chatbot.stages.answer_cues import cue_score, heading_cue, unasked_condition
+from chatbot.stages.answer_cues import cue_score, heading_cue, help_condition, unasked_condition
 
 # -- scoring -------------------------------------------------------------------------------------------
 
@@ -47,6 +47,9 @@ TRAINED_NAMED_ONLY = ("yes_no", "options")  # options: an exclusion question the
 # does. Neutral on the dev reply set (0.0 to 1.5 give the same recall there).
 W_TOPIC = 1.0
 DOC_PRIOR = {0: 0.8, 1: 0.3, 2: 0.1}
+# "What should I do?": a "get help if <situation>" sentence whose situation shares no word with the question does not
+# open the reply (the self-help does); it may still join it (the term is not part of a unit's evidence)
+W_UNASKED_HELP = 0.5
 RETRIEVED_BONUS = 0.1  # the unit sits in a retrieved segment (not only elsewhere in the top document)
 LEAD_BONUS = 0.05
 
@@ -128,11 +131,13 @@ def score_units(
     raw_model: bool = False,
     trained_weight: float | None = None,
     readings: Mapping[str, str] | None = None,
+    urgent: bool = False,
 ) -> list[Candidate]:
     """Set ``score`` and ``parts`` of every unit (in place) and return them, best first. ``raw_model``: the
     model scores are probabilities, weighted by ``trained_weight`` (default W_TRAINED) as they are (else min-max
     normalised, W_MODEL). ``readings``: the question's words per unit language (``reading``) for the shared-word
-    terms; the question type and the model term read the question."""
+    terms; the question type and the model term read the question. ``urgent``: the red-flag screen found an alarm
+    in the question, so a "get help if ..." instruction answers it whatever its words (no W_UNASKED_HELP)."""
     models = [u.model_score for u in units if u.model_score is not None]
     lo, hi = (min(models), max(models)) if models else (0.0, 0.0)
     idf = candidate_idf(units)
@@ -158,6 +163,8 @@ def score_units(
             "retrieved": RETRIEVED_BONUS if u.retrieved else 0.0,
             "lead": LEAD_BONUS if u.first == 0 else 0.0,
         }
+        if kind == "what_to_do" and not urgent and unasked_help(reading(question, u.language, readings), u.text):
+            parts["unasked_help"] = -W_UNASKED_HELP
         if u.model_score is not None and raw_model:
             named = kind not in TRAINED_NAMED_ONLY or (
                 topic[u.doc_id] >= max(topic.values()) and not unasked_condition(question, u.text)
@@ -168,6 +175,12 @@ def score_units(
         u.parts = {k: round(v, 4) for k, v in parts.items()}
         u.score = round(sum(parts.values()), 4)
     return sorted(units, key=lambda u: (-u.score, u.doc_rank, u.position, u.first))
+
+
+def unasked_help(question: str, text: str) -> bool:
+    """``text`` tells the patient to get help if a situation arises, and the question names none of its words."""
+    condition = help_condition(text)
+    return condition is not None and not (_stems(question) - _GENERIC) & _stems(condition)
 
 
 # An Italian question whose top documents are Italian and English: the Italian cards hold 12 topics, the English
@@ -259,7 +272,7 @@ _DOCUMENT_TERMS = ("document", "topic", "retrieved", "lead")
 # made the answer win, so the answer's neighbours score far lower on it by construction and a qualifying
 # instruction right after the answer was shut out ("The most important thing is to stop now": dev 0.859 ->
 # 0.873 with cues+trained; the cues default has no model term and is unchanged).
-_NOT_EVIDENCE = (*_DOCUMENT_TERMS, "model")
+_NOT_EVIDENCE = (*_DOCUMENT_TERMS, "model", "unasked_help")
 OTHER_DOC_RATIO = 0.9  # another document's unit must score this close to the answer, and answer too
 
 

@@ -92,6 +92,7 @@ def compose_reply(
     reserved_chars: int = 0,
     kind: str | None = None,
     readings: Mapping[str, str] | None = None,
+    urgent: bool = False,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -105,7 +106,8 @@ def compose_reply(
     ``options``, chatbot.stages.answer_options); None: typed from the question. ``readings``: the question's words
     per unit language for the answer-first composer's shared-word terms (an Italian question's English gloss).
     ``reserved_chars``: characters the reply already holds in front of the composed text (the urgent message and
-    the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``).
+    the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``). ``urgent``: the
+    red-flag screen found an alarm in the question (the answer-first composer's get-help instructions answer it).
     """
     cfg = settings
     trace: dict[str, Any] = {"mode_requested": cfg.mode, "attempts": []}
@@ -175,6 +177,7 @@ def compose_reply(
             exclude,
             kind,
             readings,
+            urgent,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
