@@ -201,12 +201,13 @@ def _answer(
     if not relevant:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info")
 
+    from chatbot.gloss import gloss_text
     from chatbot.stages.answer_cues import answer_kind
     from chatbot.stages.answer_first import answer_model_for
     from chatbot.stages.answer_pool import compose_with_pool, pool_candidate, separate_candidate
     from chatbot.stages.compose import compose_reply
     from chatbot.stages.generative import pragmatic_context
-    from chatbot.stages.gloss_order import gloss_order_for, gloss_text
+    from chatbot.stages.gloss_order import gloss_order_for
     from chatbot.stages.redflags import urgent_card_ids
     from chatbot.stages.support import support_scorer
 
@@ -267,7 +268,8 @@ def _answer(
     extra = None
     routed_pick = services.settings.retrieval.cross_language_pick_routed
     # retrieval.gloss_english_order: which English card an Italian question's English answer comes from
-    order = gloss_order_for(services, query, reply_lang, bool(chosen.excluded), composer_question == searched)
+    glossed = gloss_text(query, reply_lang)  # an Italian question's English gloss, glossed once for both searches
+    order = gloss_order_for(services, glossed, reply_lang, bool(chosen.excluded), composer_question == searched)
     if order is not None and rescued is None and result.top:
         result.top, ordered = order(result.top)
         if ordered is not None:
@@ -293,9 +295,7 @@ def _answer(
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
         dense = getattr(services, "dense", None)
         if services.settings.retrieval.answer_pool_source == "separate" and hasattr(dense, "other_language"):
-            pool_text = query
-            if services.settings.retrieval.answer_pool_text == "gloss":
-                pool_text = gloss_text(query, reply_lang) or query
+            pool_text = glossed if services.settings.retrieval.answer_pool_text == "gloss" and glossed else query
             search = partial(dense.other_language, pool_text, reply_lang)
             extra = separate_candidate(result.top, search, reply_lang, pool, urgent_docs)
         else:

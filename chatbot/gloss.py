@@ -163,6 +163,17 @@ def load_glossary(folder: str | None = None) -> Glossary:
 GLOSSED_LANGUAGES = {"it": "en"}  # question language → the language its gloss is written in
 
 
+def gloss_text(question: str, language: str) -> str | None:
+    """The question's word-by-word gloss, or None: a language without a gloss, an empty gloss, or a missing or
+    malformed glossary (the caller then searches the question as it is)."""
+    if language not in GLOSSED_LANGUAGES:
+        return None
+    try:
+        return load_glossary().gloss(question).text or None
+    except (OSError, ValueError):
+        return None
+
+
 def gloss_readings(question: str, language: str) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
     """The question's words as the answer-first composer matches them with sentences of the gloss's language
     (``{"en": question + " " + gloss}`` for an Italian question; answer_select.reading), and a trace entry; (None,

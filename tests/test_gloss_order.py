@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 import chatbot.gloss
+from chatbot.gloss import gloss_text
 from chatbot.index import Hit
 from chatbot.settings import Settings
-from chatbot.stages.gloss_order import gloss_first, gloss_order_for, gloss_text
+from chatbot.stages.gloss_order import gloss_first, gloss_order_for
 from tests.test_answer_pool import FOLATO, SONNO, VITD, seg
 from tests.test_gloss import TINY
 
@@ -96,7 +97,7 @@ def services(dense: FakeDense, **retrieval: Any) -> SimpleNamespace:
 def test_the_bound_order_searches_the_english_passages_with_the_gloss(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chatbot.gloss, "load_glossary", lambda folder=None: TINY)
     dense = FakeDense([hit(STUMP, 0.91)])
-    order = gloss_order_for(services(dense), QUESTION, "it", excluded=False, own_question=True)
+    order = gloss_order_for(services(dense), gloss_text(QUESTION, "it"), "it", excluded=False, own_question=True)
     assert order is not None
     out, trace = order([hit(JAUNDICE, 0.86), hit(SONNO, 0.84)])
     assert dense.searched == [("how long after falls off stump umbilical cord", "it", 6)]
@@ -106,15 +107,17 @@ def test_the_bound_order_searches_the_english_passages_with_the_gloss(monkeypatc
 def test_no_order_when_off_for_exclusions_gloss_answers_english_questions_or_no_glossary(monkeypatch) -> None:
     monkeypatch.setattr(chatbot.gloss, "load_glossary", lambda folder=None: TINY)
     dense = FakeDense([hit(STUMP, 0.91)])
-    assert gloss_order_for(services(dense, gloss_english_order=False), QUESTION, "it", False, True) is None
-    assert gloss_order_for(services(dense), QUESTION, "it", excluded=True, own_question=True) is None
-    assert gloss_order_for(services(dense), QUESTION, "it", excluded=False, own_question=False) is None
-    assert gloss_order_for(services(dense), "when does the stump fall off?", "en", False, True) is None
+    gloss = gloss_text(QUESTION, "it")
+    english = gloss_text("when does the stump fall off?", "en")
+    assert gloss_order_for(services(dense, gloss_english_order=False), gloss, "it", False, True) is None
+    assert gloss_order_for(services(dense), gloss, "it", excluded=True, own_question=True) is None
+    assert gloss_order_for(services(dense), gloss, "it", excluded=False, own_question=False) is None
+    assert gloss_order_for(services(dense), english, "en", False, True) is None
 
     def broken(folder=None):
         raise ValueError("glossary.tsv line 3: expected italian<TAB>english")
 
     monkeypatch.setattr(chatbot.gloss, "load_glossary", broken)
     assert gloss_text(QUESTION, "it") is None
-    assert gloss_order_for(services(dense), QUESTION, "it", False, True) is None
+    assert gloss_order_for(services(dense), gloss_text(QUESTION, "it"), "it", False, True) is None
     assert dense.searched == []

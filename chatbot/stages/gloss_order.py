@@ -39,25 +39,13 @@ def gloss_first(
     return [first, *rest][: max(top_n, 1)], {**trace, "changed": True}
 
 
-def gloss_text(question: str, language: str) -> str | None:
-    """The question's word-by-word gloss (chatbot.gloss), or None: a language without a gloss, an empty gloss, or a
-    missing or malformed glossary (the question is then searched as it is)."""
-    from chatbot.gloss import GLOSSED_LANGUAGES, load_glossary
-
-    if language not in GLOSSED_LANGUAGES:
-        return None
-    try:
-        return load_glossary().gloss(question).text or None
-    except (OSError, ValueError):
-        return None
-
-
 def gloss_order_for(
-    services: Any, question: str, language: str, excluded: bool, own_question: bool
+    services: Any, gloss: str | None, language: str, excluded: bool, own_question: bool
 ) -> Callable[[Sequence[Hit]], tuple[list[Hit], dict[str, Any] | None]] | None:
-    """``gloss_first`` bound to the services' dense retriever, urgent cards and settings, or None: the setting off,
-    an exclusion question (its links keep the exclusion-aware order), a question already answered through its gloss
-    (``own_question`` False: safety.gloss_second_look), a language without a gloss."""
+    """``gloss_first`` bound to the services' dense retriever, urgent cards and settings, searching with ``gloss``
+    (the question's, ``chatbot.gloss.gloss_text``), or None: the setting off, an exclusion question (its links keep
+    the exclusion-aware order), a question already answered through its gloss (``own_question`` False:
+    safety.gloss_second_look), no gloss (a language without one, or no glossary)."""
     from functools import partial
 
     from chatbot.stages.redflags import urgent_card_ids
@@ -68,9 +56,8 @@ def gloss_order_for(
         return None
     if not hasattr(dense, "other_language"):
         return None
-    text = gloss_text(question, language)
-    if text is None:
+    if gloss is None:
         return None
     urgent = urgent_card_ids(settings.safety.urgent_cards)
-    search = partial(dense.other_language, text, language)
+    search = partial(dense.other_language, gloss, language)
     return partial(gloss_first, language=language, search=search, urgent=urgent, top_n=settings.retrieval.top_n)
