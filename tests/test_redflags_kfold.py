@@ -90,3 +90,18 @@ def test_an_added_set_is_folded_with_the_spent_ones(tmp_path):
     per = Counter(r["fold"] for r in rows if r["language"] == "en" and not r["urgent"] and r["id"] != "dup")
     assert max(per.values()) - min(per.values()) <= 1  # 8 x 4 + 8 English ordinary messages: 10 a fold
     assert len(set_messages(tmp_path)) == 8 * 16  # the default is still v1-v8
+
+
+def test_seed_files_are_folded_with_the_sets(tmp_path):
+    write_sets(tmp_path)
+    seeds = tmp_path / "long.jsonl"
+    lines = [{"lang": "it", "label": "poisoning" if i % 2 else "none", "kind": "k", "text": f"lungo {i}"}
+             for i in range(8)]  # fmt: skip
+    seeds.write_text("\n".join(json.dumps(r) for r in lines) + "\n", encoding="utf-8")
+    rows = set_messages(tmp_path, redflags_kfold.SETS, [seeds])
+    added = [r for r in rows if r["set"] == "long"]
+    assert [(r["id"], r["language"], r["urgent"], r["action"]) for r in added[:2]] == [
+        ("long:0", "it", False, None), ("long:1", "it", True, "poisoning")]  # fmt: skip
+    assert Counter(r["fold"] for r in added if r["urgent"]) == Counter({0: 1, 1: 1, 2: 1, 3: 1})  # a stratum alone
+    plain = Counter(r["fold"] for r in rows if r["language"] == "it" and not r["urgent"] and r["id"] != "dup")
+    assert sorted(plain.values()) == [8, 9, 9, 9]  # with the sets' 31 Italian ordinary messages (less "dup")

@@ -1,14 +1,15 @@
 """Four-fold cross-validation of the red-flag screen over every spent red-flag set (v1-v8), and the shipped fit.
 
-``python -m chatbot.training.redflags_kfold --out DIR [--extra-seeds FILE ...] [--add-sets NAME ...]
-[--ship models/redflags]``
+``python -m chatbot.training.redflags_kfold --out DIR [--extra-seeds FILE ...] [--fold-seeds FILE ...]
+[--add-sets NAME ...] [--ship models/redflags]``
 
 Session 14. The spent sets (``evaluation/redflags/testset*.jsonl``) are split into four folds by a hash of the
 message id, stratified by language and action (``none`` for an ordinary message); messages with the same folded
 text share the fold of the first one's id. Fold k: both models (``redflags_cv.Trainer``: the seeds, the
 hand-written messages, ``patient_seeds.jsonl`` and ``--extra-seeds``, the ordinary questions less their part k)
 are trained on the sets' messages outside fold k and score fold k and the ordinary part k (``--add-sets NAME``:
-that set is folded and trained on too; session 15's fit B adds ``testset-v9``). Fold k's bars are
+that set is folded and trained on too; session 15's fit B adds ``testset-v9``; ``--fold-seeds FILE``: a seed file
+(lang, label, kind, text) folded the same way, so its messages also weigh in the bars, session 25). Fold k's bars are
 chosen with the builder's rule (``redflag_bars.choose``: recall >= ``--recall`` per language, >=
 ``--action-recall`` per action, weight 0.5, a rule's veto <= 0.1; ``ngram_threshold``) on the out-of-fold parts
 of the other three folds, and written with its models to ``DIR/fold-k`` so the patient path's screen can load
@@ -43,10 +44,9 @@ def _fold_text(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def set_messages(root: Path, names: tuple[str, ...] = SETS) -> list[dict[str, Any]]:
-    """Every message of the sets ``names`` (default: the spent v1-v8) with its ``set`` and ``fold`` (see the module
-    docstring)."""
-    rows = [{**r, "set": name} for name in names for r in load_rows(root / f"{name}.jsonl")]
+def fold_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with their ``fold``: stratified by language and action, by a hash of the id; the same folded text
+    shares the fold of its first message."""
     first: dict[str, str] = {}
     for r in rows:
         first.setdefault(_fold_text(r["text"]), r["id"])
@@ -62,6 +62,21 @@ def set_messages(root: Path, names: tuple[str, ...] = SETS) -> list[dict[str, An
     for r in rows:  # a duplicate text in two strata: the first one's fold
         r["fold"] = by_id[first[_fold_text(r["text"])]]
     return rows
+
+
+def seed_messages(files: list[Path]) -> list[dict[str, Any]]:
+    """The messages of seed files (lang, label, kind, text) in the sets' row format, each with an id
+    ``<file stem>:<line>`` and ``set`` the file's stem, to be folded with the sets (``fold_rows``)."""
+    return [{"id": f"{f.stem}:{n}", "set": f.stem, "language": r["lang"], "text": r["text"],
+             "urgent": r["label"] != "none", "action": None if r["label"] == "none" else r["label"], "kind": r["kind"]}
+            for f in files for n, r in enumerate(load_rows(f))]  # fmt: skip
+
+
+def set_messages(root: Path, names: tuple[str, ...] = SETS, seeds: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Every message of the sets ``names`` (default: the spent v1-v8) and of the seed files ``seeds`` with its
+    ``set`` and ``fold`` (see the module docstring)."""
+    rows = [{**r, "set": name} for name in names for r in load_rows(root / f"{name}.jsonl")]
+    return fold_rows(rows + seed_messages(seeds or []))
 
 
 def fold_parts(trainer: Trainer, rows: list[dict[str, Any]], k: int, out: Path, args: Any, cmd: str) -> dict:
@@ -97,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", type=Path, default=workspace_root() / "evaluation" / "redflags")
     ap.add_argument("--add-sets", nargs="*", default=[], help="more set names (e.g. testset-v9) to fold and train on")
     ap.add_argument("--extra-seeds", type=Path, nargs="*", default=[], help="seed files added to patient_seeds")
+    ap.add_argument("--fold-seeds", type=Path, nargs="*", default=[], help="seed files folded with the sets")
     ap.add_argument("--data-root", type=Path, default=DATA_ROOT)
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--C", type=float, default=4.0)
@@ -115,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python -m chatbot.training.redflags_kfold " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = set_messages(args.sets, SETS + tuple(args.add_sets))
+    rows = set_messages(args.sets, SETS + tuple(args.add_sets), args.fold_seeds)
     trainer = Trainer(args)
     print(f"base: n-gram {len(trainer.ng_rows)}, head {len(trainer.hd_rows)} ({time.perf_counter() - t0:.0f} s)",
           file=sys.stderr)  # fmt: skip
