@@ -158,8 +158,9 @@ def test_no_reason_to_live_and_silencing_the_baby_are_self_harm(text: str) -> No
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("baby 6 weeks old temp 38.4 under the arm", FLOPPY),
-        ("neonato di 3 settimane febbre 38.1", FLOPPY),
+        # the reading also fires session 25's firm rule (the head never vetoes it)
+        ("baby 6 weeks old temp 38.4 under the arm", [*FLOPPY, "fever_reading_under_3_months"]),
+        ("neonato di 3 settimane febbre 38.1", [*FLOPPY, "fever_reading_under_3_months"]),
         ("my baby (7 weeks) had a temp 37.6 after her jabs", []),
     ],
 )

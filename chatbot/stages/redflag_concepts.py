@@ -209,6 +209,40 @@ CONCEPTS: dict[str, list[str]] = {
         "pillol*", "farmac*", "pila", "pile", "batteri*", "candeggina", "detersivo",
         "mothball*", "naftalina", "antitarme",
     ],
+    # session 25: a baby under 13 weeks by age ("6 weeks old", "ha 6 settimane"; text_match's age token), for a
+    # fever anywhere in the message (a fever under 3 months needs a doctor the same day however well the baby looks)
+    "YOUNG_BABY": ["babyagenewborn"],
+    "FEVER_READING": ["#temp", "#ge38 c|degrees|gradi|deg"],  # a thermometer's reading, not the word "fever"
+    # more of a medicine gone than was meant: with a child or drowsiness, a poisoning (session 25)
+    "MANY_TAKEN": [
+        "ne ha prese tante", "ne ha presi tanti", "ne ha prese parecchie", "ne ha presi parecchi", "ne ha prese molte",
+        "ne mancano", "quasi vuota", "quasi vuoto", "mezza vuota", "mezzo vuoto", "nearly empty", "almost empty",
+        "half empty", "some are missing", "few are missing", "are missing", "missing from", "took a load", "took loads",
+        "taken loads", "took a lot of", "taken a lot of", "had a lot of them", "ate a lot of them",
+    ],
+    "DRUG_FORM": ["drops", "gocce", "sleeping", "sonnifer*", "iron", "ferro", "vitamin*", "syrup", "sciroppo"],
+    # a child who can open a bottle (not "baby": "il bimbo" / "the baby" is also the one in the womb)
+    "CHILD": [
+        "toddler*", "son", "daughter", "kid", "kids", "child", "children", "figlio", "figlia", "figliolett*",
+        "babyageolder",
+    ],
+    "DROWSY": [
+        "hard to wake", "won't wake", "will not wake", "can not wake", "barely responding", "not responding",
+        "not making sense", "fatica a rispondere", "fatica a rispondermi", "non risponde", "non si sveglia",
+        "mezza addormentata", "mezzo addormentato", "very drowsy", "so drowsy", "sonnolent*", "intontit*",
+    ],
+    # obstetric cholestasis: itching of the palms and soles late in pregnancy (session 25)
+    "ITCH": ["itchy", "itching", "itch", "itches", "prurito", "prude", "prudono", "gratto", "grattarmi"],
+    # "my palms and feet are fine", "mani e piedi nessun prurito": the sign said to be absent
+    "HANDS_FEET_FINE": [
+        "feet are fine", "feet are absolutely fine", "feet are totally fine", "feet are ok", "feet are okay",
+        "feet are not itchy", "feet aren't itchy", "feet fine", "piedi nessun prurito", "piedi niente",
+        "piedi non prudono", "piedi vanno bene", "piedi tutto bene", "piedi nulla",
+    ],
+    "HANDS_FEET": [
+        "palms", "soles", "hands and feet", "feet and hands", "palmi", "piante dei piedi", "pianta dei piedi",
+        "mani e piedi", "mani e alle piante", "mani e ai piedi", "piedi e mani", "soles of my feet",
+    ],
     "COLLAPSE": [
         "unconscious", "passed out", "fainted", "collapsed", "not waking up", "svenut*", "svenimento",
         "privo di sensi", "priva di sensi", "incosciente", "perso conoscenza", "perso i sensi",

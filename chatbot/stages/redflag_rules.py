@@ -21,6 +21,7 @@ Clause = tuple[tuple[str, ...], int | None]
 VETO: dict[str, tuple[str, ...]] = {
     "bleeding_in_pregnancy": ("OTHER_BLEED",),
     "reduced_fetal_movements": ("TOO_EARLY_TO_FEEL",),
+    "itching_in_late_pregnancy": ("HANDS_FEET_FINE",),
 }
 RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "bleeding_in_pregnancy": [
@@ -49,9 +50,22 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     ],
     "self_harm_or_harming_the_baby": [[(("SELF_HARM",), None)], [(("SELF_INJURY",), None)]],
     "overdose": [[(("OVERDOSE",), None)], [(("SWALLOWED", "MEDS"), 6)]],
+    # session 25, from the long-form training messages: a reading of 38 or more in a baby under 13 weeks anywhere in
+    # the message; a medicine gone ("ne mancano una decina", "quasi vuota") with a child or drowsiness; itching of
+    # the palms and soles in pregnancy (obstetric cholestasis)
+    "fever_reading_under_3_months": [[(("YOUNG_BABY", "FEVER_READING"), None)]],
+    "fever_after_birth": [[(("POSTPARTUM", "FEVER_READING"), None)]],  # possible infection of the womb or a wound
+    "medicine_missing": [[(("MANY_TAKEN", "MEDS|DRUG_FORM"), 30), (("CHILD|DROWSY",), None)]],
+    "itching_in_late_pregnancy": [[(("ITCH", "HANDS_FEET"), 6), (("PREG",), None)]],
     "collapse": [[(("COLLAPSE",), None)]],
     "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
 }
+# Rules the contextual head never vetoes (``redflags.with_context``): specific enough that no ordinary message of the
+# spent sets, the seeds or 912 ordinary reply-set questions fired them, and the head's framing read the long
+# messages they were written for as past or negated ("l'ha aperto ... ne mancano una decina", "non ho brufoli")
+FIRM: frozenset[str] = frozenset(
+    {"fever_reading_under_3_months", "fever_after_birth", "medicine_missing", "itching_in_late_pregnancy"}
+)
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
 # that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is
 # lochia, not bleeding in pregnancy; heavy or painful bleeding after the birth still fires rule 0 or 2.

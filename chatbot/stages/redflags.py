@@ -54,6 +54,10 @@ CATEGORY_ACTION: dict[str, str] = {
     "cord_prolapse": "emergency",
     "self_harm_or_harming_the_baby": "mental_health",
     "overdose": "poisoning",
+    "fever_reading_under_3_months": "emergency",
+    "fever_after_birth": "maternity_unit",
+    "medicine_missing": "poisoning",
+    "itching_in_late_pregnancy": "maternity_unit",
 }
 
 RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
@@ -169,8 +173,10 @@ def with_context(
     asks = "?" in text
     trace.update(combined=round(urgent, 4), threshold=threshold, veto=float(gate.bar(True, bool(frames), p, asks)))
     if flags and not gate.urgent(ctx.urgent_score, ng_urgent, True, bool(frames), p, asks):
-        trace["vetoed"] = [f.category for f in flags]
-        flags = []
+        firm = [f for f in flags if f.category in rules.FIRM]
+        if len(firm) < len(flags):
+            trace["vetoed"] = [f.category for f in flags if f.category not in rules.FIRM]
+        flags = firm
     if urgent >= threshold:
         best = max(mixed, key=lambda a: mixed[a])
         scores[best] = max(scores[best], mixed[best])
