@@ -205,6 +205,7 @@ def _answer(
     from chatbot.stages.answer_cues import answer_kind
     from chatbot.stages.answer_first import answer_model_for
     from chatbot.stages.answer_pool import compose_with_pool, pool_candidate, separate_candidate
+    from chatbot.stages.asked_kind import asked_kind
     from chatbot.stages.compose import compose_reply
     from chatbot.stages.generative import pragmatic_context
     from chatbot.stages.gloss_order import gloss_order_for
@@ -227,6 +228,9 @@ def _answer(
             else threshold_for(ccfg.support_threshold, services, "compose.support_threshold")
         )
 
+    # compose.asked_kind: the kind of answer asked for, read by the head on the patient's own words (not a gloss);
+    # cues: the composer types the question it reads with the cue patterns
+    asked_for = asked_kind(query) if ccfg.asked_kind == "model" else None
     readings = gloss_note = None
     if ccfg.gloss_words and composer_question == searched:  # a question answered through its gloss reads it already
         from chatbot.gloss import gloss_readings
@@ -255,7 +259,7 @@ def _answer(
             # (compose.urgent_in_limit)
             reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
             # an exclusion question that asks for things opens with the options, not a verdict (answer_options)
-            kind=answer_kind(query, bool(chosen.excluded)),
+            kind=answer_kind(query, bool(chosen.excluded), asked_for) or asked_for,
             # compose.gloss_words: an Italian question's English gloss matched with English sentences' words
             readings=readings,
             # a question the red-flag screen found an alarm in: "get help if ..." instructions answer it

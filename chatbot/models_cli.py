@@ -166,6 +166,11 @@ def list_models() -> list[dict[str, Any]]:
         name = f"personal-diagnosis request model (safety.diagnosis_model={settings.safety.diagnosis_model})"
         source = "hashed n-gram logistic head trained by `python -m chatbot.training.diagnosis_request` on our own text"
         out.append(_model_entry(name, dr, "weights.npz", source))
+    ak = shipped_model("asked_kind")
+    if (ak / "weights.npz").is_file():
+        name = f"asked-kind head of the reply composer (compose.asked_kind={settings.compose.asked_kind})"
+        source = "hashed n-gram multinomial head trained by `python -m chatbot.training.asked_kind` on our reply sets"
+        out.append(_model_entry(name, ak, "weights.npz", source))
     e5_dirs = [default_out_dir()]
     e5_dirs += [p.parent for p in sorted(default_out_dir().parent.glob(f"*/{BUILD_FILE}")) if p.parent != e5_dirs[0]]
     configured = settings.embedding.e5_dir

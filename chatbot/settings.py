@@ -885,6 +885,12 @@ class ComposeSettings(_Group):
         "through its English gloss (chatbot.gloss) too, so 'quante volte al giorno' finds 'three times a day'. "
         "Off: only cognates match across languages (evaluation/results/gloss-compose-s22.md).",
     )
+    asked_kind: Literal["model", "cues"] = Field(
+        default="model",
+        description="Extractive: what kind of answer a question asks for (amount, duration, time, reason, action, "
+        "rule). model: the learned head on the asking sentences (models/asked_kind), Italian 0.88 -> 0.94 typed "
+        "right out of set; cues: the older patterns (evaluation/results/asked-kind-s26.md).",
+    )
     answer_scorer: Literal["cues", "cues+trained", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
         default="cues",
         description="Extractive: how the answering sentence (it opens the reply) is chosen. cues: question type "

@@ -399,3 +399,14 @@ def test_the_diagnosis_model_setting_sends_a_diagnosis_request_to_the_safe_reply
     assert ans["status"] == status
     assert ans["trace"]["safety"]["personal_request"] == ("diagnosis" if on else None)
     assert ans["links"][0]["url"] == "https://example.org/sleep"
+
+
+# compose.asked_kind: "what can help me sleep?" asks for an action; the cue patterns read no action phrase in it
+@pytest.mark.parametrize(("source", "kind"), [("model", "what_to_do"), ("cues", "yes_no")])
+def test_the_composer_gets_the_kind_of_answer_the_asked_kind_setting_reads(services, source, kind):
+    services.settings.compose.asked_kind = source
+
+    result = answer("Asthma at night: what can help me sleep?", services)
+
+    assert result["status"] == "answered"
+    assert result["trace"]["compose"]["attempts"][-1]["answer"]["question_type"] == kind

@@ -94,12 +94,13 @@ _Q_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def answer_kind(question: str, excluded: bool) -> str | None:
+def answer_kind(question: str, excluded: bool, kind: str | None = None) -> str | None:
     """``options`` for a routed exclusion question (``excluded``) that asks for things and is otherwise typed
-    yes/no (chatbot.stages.answer_options); None (the question keeps its own type) otherwise."""
+    yes/no (``kind``, else the cue patterns' type; chatbot.stages.answer_options); None (the question keeps its
+    own type) otherwise."""
     if (
         excluded
-        and question_type(question) == "yes_no"
+        and (kind or question_type(question)) == "yes_no"
         and ASKS_FOR_THINGS.search(question)
         and not AVOID.search(question)
     ):

@@ -131,7 +131,8 @@ def compose_answer_first(
         limit = getattr(model, "shortlist", None)
         scored = score_units(question, kind, list(units), readings=readings, urgent=urgent)[:limit] if limit else units
         texts = [f"{u.heading}: {u.text}" if u.heading and with_heading else u.text for u in scored]
-        scores = model(question, texts)
+        # a model that picks its question types (TypedAnswerModel) is told the type the composer uses
+        scores = model(question, texts, kind=kind) if getattr(model, "takes_kind", False) else model(question, texts)
         model_ms = round((time.perf_counter() - start) * 1000, 1)
         if scores is not None:
             by_unit = {id(u): float(sc) for u, sc in zip(scored, scores, strict=True)}
@@ -227,8 +228,9 @@ SHORTLIST = 16
 
 class TypedAnswerModel:
     """The trained answer scorer's term for some question types only: its scores for a question of one of
-    ``types`` (``answer_cues.question_type``), None (no model term: cues alone) for the others. ``load()`` gives
-    the model the first time a question of those types comes (loading e5-onnx), never before."""
+    ``types`` (the composer's ``kind``, else ``answer_cues.question_type``), None (no model term: cues alone) for
+    the others. ``load()`` gives the model the first time a question of those types comes (loading e5-onnx), never
+    before."""
 
     reads_heading = False  # as TrainedAnswerModel
     probability = True
@@ -240,10 +242,12 @@ class TypedAnswerModel:
         self.error: str | None = None  # why the model could not be loaded (the cues then answer alone; traced)
         self.weight: float | None = None  # the loaded head's weight of its term (TrainedAnswerModel.weight)
 
-    def __call__(self, question: str, texts: Sequence[str]) -> Sequence[float] | None:
+    takes_kind = True
+
+    def __call__(self, question: str, texts: Sequence[str], kind: str | None = None) -> Sequence[float] | None:
         from chatbot.stages.answer_cues import question_type
 
-        if question_type(question) not in self.types:
+        if (kind or question_type(question)) not in self.types:
             return None
         try:
             model = self.load()
