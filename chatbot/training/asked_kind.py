@@ -136,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.sets == DEFAULT_SETS
         else sorted({r["set"] for r in rows}),
-        "command": "python -m chatbot.training.asked_kind" + (f" --ship {args.ship}" if args.ship else ""),
+        "command": "python -m chatbot.training.asked_kind"
+        + (f" --hold-back {' '.join(args.hold_back)}" if args.hold_back else "")
+        + (f" --ship {args.ship}" if args.ship else ""),
     }
     if not args.no_cv:
         record["leave_one_set_out_accuracy"] = leave_one_set_out(rows, args.C)
