@@ -199,3 +199,15 @@ def test_chatbot_models_lists_the_asked_kind_head() -> None:
     assert len(rows) == 1
     assert rows[0]["weights"] == "weights.npz" and len(rows[0]["sha256"]) == 64
     assert "compose.asked_kind=model" in rows[0]["name"]
+
+
+def test_the_trained_answer_term_follows_the_composer_s_kind_and_options_keeps_the_question_s_own() -> None:
+    from chatbot.stages.answer_first import TypedAnswerModel
+
+    model = TypedAnswerModel(lambda: (lambda q, texts: [0.5] * len(texts)), ["yes_no"])
+    iron = "Which foods are high in iron apart from red meat?"  # the cue patterns: yes_no
+
+    assert model(iron, ["a", "b"]) == [0.5, 0.5]
+    assert model(iron, ["a"], kind="how_much") is None
+    assert model("how much iron a day?", ["a"], kind="yes_no") == [0.5]
+    assert model(iron, ["a"], kind="options") == [0.5]

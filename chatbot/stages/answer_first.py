@@ -245,9 +245,10 @@ class TypedAnswerModel:
     takes_kind = True
 
     def __call__(self, question: str, texts: Sequence[str], kind: str | None = None) -> Sequence[float] | None:
-        from chatbot.stages.answer_cues import question_type
+        from chatbot.stages.answer_cues import QUESTION_TYPES, question_type
 
-        if (kind or question_type(question)) not in self.types:
+        # "options" (an exclusion question asking for things) is no type of the trained scorer's: the question's own
+        if (kind if kind in QUESTION_TYPES else question_type(question)) not in self.types:
             return None
         try:
             model = self.load()
