@@ -306,6 +306,23 @@ def _answer(
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
     if rescued is None:
         composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
+    if services.settings.retrieval.own_language_counterpart and reply_lang != "en" and not chosen.excluded:
+        # retrieval.own_language_counterpart: the patient's-language card on the answering card's topic may answer
+        from chatbot.stages.counterpart import topic_documents_of, with_counterpart
+
+        composed, result.top, note = with_counterpart(
+            compose,
+            composed,
+            result.top,
+            reply_lang,
+            topic_documents_of(services),
+            segments_filter(services.index.document_segments, services),
+            result.candidates,
+            urgent_card_ids(services.settings.safety.urgent_cards),
+            services.settings.retrieval.top_n,
+        )
+        if note is not None:
+            composed.trace["counterpart"] = note
     if gloss_note:
         composed.trace["gloss_words"] = gloss_note
     result.timings_ms["compose"] = (time.perf_counter() - t1) * 1000

@@ -243,6 +243,12 @@ class RetrievalSettings(_Group):
         "first of an e5 search of the English passages on its word-by-word gloss (chatbot.gloss): which card, "
         "not whether. With answer_pool_text gloss: Italian dev +23/-3 (gloss-order-s24.md). False: as retrieved.",
     )
+    own_language_counterpart: bool = Field(
+        default=True,
+        description="A reply about to come from another language's card is composed again with the patient's-"
+        "language card on its topic (same source link, as content coverage pairs them) beside it; the composer "
+        "picks (chatbot.stages.counterpart, counterpart-s26.md). False: the other-language reply as before.",
+    )
     answer_pool_text: Literal["question", "gloss"] = Field(
         default="gloss",
         description="What answer_pool_source=separate searches the other-language passages with: the question, or "
