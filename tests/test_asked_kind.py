@@ -204,7 +204,7 @@ def test_chatbot_models_lists_the_asked_kind_head() -> None:
 def test_the_trained_answer_term_follows_the_composer_s_kind_and_options_keeps_the_question_s_own() -> None:
     from chatbot.stages.answer_first import TypedAnswerModel
 
-    model = TypedAnswerModel(lambda: (lambda q, texts: [0.5] * len(texts)), ["yes_no"])
+    model = TypedAnswerModel(lambda: lambda q, texts: [0.5] * len(texts), ["yes_no"])
     iron = "Which foods are high in iron apart from red meat?"  # the cue patterns: yes_no
 
     assert model(iron, ["a", "b"]) == [0.5, 0.5]
