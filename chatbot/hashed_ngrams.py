@@ -64,17 +64,26 @@ class BinaryHead:
         return 1.0 / (1.0 + np.exp(-z))
 
     def save(self, folder: Path, meta: dict[str, Any]) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        scale = float(np.abs(self.weights).max() / 127.0) or 1.0
-        q = np.clip(np.round(self.weights / scale), -127, 127).astype(np.int8)
-        np.savez_compressed(folder / "weights.npz", weights=q, scale=np.float32(scale), bias=np.float32(self.bias))
-        config = {"threshold": self.threshold, "n_features": self.n_features, **meta}
-        (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+        save_int8(folder, self.weights, self.bias, {"threshold": self.threshold, "n_features": self.n_features, **meta})
 
     @classmethod
     def load(cls: type[_Head], folder: Path) -> _Head:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        with np.load(folder / "weights.npz") as z:
-            weights = z["weights"].astype(np.float32) * float(z["scale"])
-            bias = float(z["bias"])
-        return cls(weights, bias, float(config["threshold"]), int(config["n_features"]))
+        weights, bias, config = load_int8(folder)
+        return cls(weights, float(bias), float(config["threshold"]), int(config["n_features"]))
+
+
+def save_int8(folder: Path, weights: np.ndarray, bias: Any, config: dict[str, Any]) -> None:
+    """A head over these features in ``folder``: ``weights.npz`` (the weights as int8 with one scale, the bias as
+    float32) and ``config``, written as ``config.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scale = float(np.abs(weights).max() / 127.0) or 1.0
+    q = np.clip(np.round(weights / scale), -127, 127).astype(np.int8)
+    np.savez_compressed(folder / "weights.npz", weights=q, scale=np.float32(scale), bias=np.asarray(bias, np.float32))
+    (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+
+
+def load_int8(folder: Path) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """(weights as float32, bias as float32, config) of a head ``save_int8`` wrote."""
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    with np.load(folder / "weights.npz") as z:
+        return z["weights"].astype(np.float32) * float(z["scale"]), z["bias"].astype(np.float32), config

@@ -235,14 +235,13 @@ class TypedAnswerModel:
     reads_heading = False  # as TrainedAnswerModel
     probability = True
     shortlist = SHORTLIST
+    takes_kind = True  # the composer passes its question type (compose_answer_first)
 
     def __init__(self, load: Callable[[], Any], types: Sequence[str]) -> None:
         self.load = load
         self.types = frozenset(types)
         self.error: str | None = None  # why the model could not be loaded (the cues then answer alone; traced)
         self.weight: float | None = None  # the loaded head's weight of its term (TrainedAnswerModel.weight)
-
-    takes_kind = True
 
     def __call__(self, question: str, texts: Sequence[str], kind: str | None = None) -> Sequence[float] | None:
         from chatbot.stages.answer_cues import QUESTION_TYPES, question_type

@@ -7,7 +7,6 @@ story before the question says what the patient went through, not what they ask 
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chatbot.hashed_ngrams import features
+from chatbot.hashed_ngrams import features, load_int8, save_int8
 from chatbot.resources import shipped_model
 from chatbot.stages.answer_cues import QUESTION_TYPES, question_type
 
@@ -59,14 +58,8 @@ class AskedKindHead:
         return max(probs, key=probs.__getitem__)
 
     def save(self, folder: Path, record: dict[str, Any]) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        scale = float(np.abs(self.weights).max() / 127.0) or 1.0
-        q = np.clip(np.round(self.weights / scale), -127, 127).astype(np.int8)
-        np.savez_compressed(
-            folder / "weights.npz", weights=q, scale=np.float32(scale), bias=self.bias.astype(np.float32)
-        )
         config = {"labels": list(self.labels), "n_features": self.n_features, **record}
-        (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+        save_int8(folder, self.weights, self.bias, config)
 
     @classmethod
     def load(cls, folder: Path) -> AskedKindHead:
@@ -75,10 +68,7 @@ class AskedKindHead:
                 f"asked-kind head: no config.json and weights.npz in {folder}; rebuild it with `python -m "
                 "chatbot.training.asked_kind --ship models/asked_kind` or set compose.asked_kind=cues"
             )
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        with np.load(folder / "weights.npz") as z:
-            weights = z["weights"].astype(np.float32) * float(z["scale"])
-            bias = z["bias"].astype(np.float32)
+        weights, bias, config = load_int8(folder)
         return cls(weights, bias, tuple(config["labels"]), int(config["n_features"]))
 
 

@@ -13,7 +13,6 @@ and records both in the shipped ``config.json`` with the sets' sha256.
 from __future__ import annotations
 
 import argparse
-import glob
 import hashlib
 import json
 import sys
@@ -24,10 +23,10 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from chatbot.hashed_ngrams import features
 from chatbot.resources import workspace_root
 from chatbot.stages.answer_cues import QUESTION_TYPES, question_type
 from chatbot.stages.asked_kind import N_FEATURES, AskedKindHead, asking_part
+from chatbot.training.binary_head import set_rows
 
 DEFAULT_SETS = "evaluation/replies/*.jsonl"
 
@@ -35,41 +34,19 @@ DEFAULT_SETS = "evaluation/replies/*.jsonl"
 def labelled_rows(root: Path, pattern: str, held_back: Sequence[str] = ()) -> list[dict[str, Any]]:
     """(set, language, type, question) of every row of the sets matching ``pattern`` under ``root`` whose type is
     one of ``QUESTION_TYPES``, except the files named in ``held_back``."""
-    held = {Path(p).name for p in held_back}
-    rows = []
-    for name in sorted(glob.glob(str(root / pattern))):
-        if Path(name).name in held:
-            continue
-        for line in Path(name).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row.get("type") in QUESTION_TYPES and isinstance(row.get("question"), str):
-                rows.append(
-                    {
-                        "set": Path(name).name,
-                        "language": row.get("language", ""),
-                        "type": row["type"],
-                        "question": row["question"],
-                    }
-                )
-    return rows
+    held = [str(Path(pattern).parent / Path(name).name) for name in held_back]
+    return [
+        {"set": name, "language": row.get("language", ""), "type": row["type"], "question": row["question"]}
+        for name, row in set_rows(root, [pattern], held)
+        if row.get("type") in QUESTION_TYPES and isinstance(row.get("question"), str)
+    ]
 
 
 def design(questions: Sequence[str], n_features: int = N_FEATURES) -> sparse.csr_matrix:
     """The hashed features of each question's asking part, one row each."""
-    data: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    ptr = [0]
-    for q in questions:
-        idx, val = features(asking_part(q), n_features)
-        cols.append(idx)
-        data.append(val)
-        ptr.append(ptr[-1] + len(idx))
-    return sparse.csr_matrix(
-        (np.concatenate(data) if data else [], np.concatenate(cols) if cols else [], ptr),
-        shape=(len(questions), n_features),
-    )
+    from chatbot.training.redflags import matrix
+
+    return matrix([asking_part(q) for q in questions], n_features)
 
 
 def fit(x: sparse.csr_matrix, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:

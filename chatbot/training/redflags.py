@@ -28,16 +28,17 @@ from chatbot.training.redflag_dataset import DATA_ROOT, build, redteam_questions
 # -- training -----------------------------------------------------------------------------------------------
 
 
-def matrix(texts: list[str]):
+def matrix(texts: list[str], n_features: int = N_FEATURES):
+    """The hashed features of each text, one CSR row each (``n_features`` buckets)."""
     from scipy.sparse import csr_matrix
 
     indptr, indices, data = [0], [], []
     for t in texts:
-        idx, val = features(t)
+        idx, val = features(t, n_features)
         indices.append(idx)
         data.append(val)
         indptr.append(indptr[-1] + len(idx))
-    return csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)), shape=(len(texts), N_FEATURES))
+    return csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)), shape=(len(texts), n_features))
 
 
 def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
