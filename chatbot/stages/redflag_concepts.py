@@ -78,6 +78,13 @@ CONCEPTS: dict[str, list[str]] = {
         "hardly", "barely", "meno", "ridott*", "diminuit*", "non", "fermo", "ferma", "smesso", "nessun*",
         "niente", "rallentat*", "calat*", "quasi",
     ],
+    # session 27: the baby moves little ("il bimbo si muove poco poco", "l'ho sentita pochissimo", "moving very
+    # little"): said of the baby (third person), not "mi muovo poco" (I don't exercise much); 3 words apart at most
+    "BABY_MOVES": [
+        "si muove", "si muov*", "mosso", "mossa", "l ho sentit*", "la sento", "lo sento", "moving", "moves", "moved",
+        "kicking",
+    ],
+    "LITTLE": ["poco", "pochissimo", "pochino", "very little", "so little"],
     "WATERS": [
         "waters", "water break*", "water broke", "amniotic", "rupture* membrane*", "membranes rupture*",
         "rottura delle acque", "rompono le acque", "rompe le acque", "rottura del sacco", "liquido amniotico",
@@ -212,6 +219,10 @@ CONCEPTS: dict[str, list[str]] = {
     # session 25: a baby under 13 weeks by age ("6 weeks old", "ha 6 settimane"; text_match's age token), for a
     # fever anywhere in the message (a fever under 3 months needs a doctor the same day however well the baby looks)
     "YOUNG_BABY": ["babyagenewborn"],
+    # session 27: a baby of 3 months or more by age ("9 month old", "bimbo di 7 mesi"), or a toddler: "my baby has a
+    # temp" is then not the newborn's fever rule (38.3 in a playful 9-month-old fired it); a newborn in the same
+    # message still fires rule 0 (NEWBORN + FEVER), and a floppy or breathless baby rules 2 and 3
+    "OLDER_BABY": ["babyageolder", "toddler*"],
     "FEVER_READING": ["#temp", "#ge38 c|degrees|gradi|deg"],  # a thermometer's reading, not the word "fever"
     # more of a medicine gone than was meant: with a child or drowsiness, a poisoning (session 25)
     "MANY_TAKEN": [

@@ -33,6 +33,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "reduced_fetal_movements": [
         [(("MOVE", "REDUCED"), 8), (("BABY|PREG",), None)],
         [(("KICKS", "REDUCED"), 8)],
+        [(("BABY_MOVES", "LITTLE"), 3), (("BABY|PREG",), None)],  # "si muove poco" (session 27)
     ],
     "waters_breaking_early": [[(("WATERS", "EARLY"), 12)], [(("WATERS_NOW",), None)]],
     "severe_headache_with_visual_disturbance": [
@@ -69,7 +70,10 @@ FIRM: frozenset[str] = frozenset(
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
 # that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is
 # lochia, not bleeding in pregnancy; heavy or painful bleeding after the birth still fires rule 0 or 2.
-UNLESS: dict[tuple[str, int], tuple[str, ...]] = {("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH")}
+UNLESS: dict[tuple[str, int], tuple[str, ...]] = {
+    ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
+    ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # "my 9 month old has a temp of 38.3" (session 27)
+}
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())
 
