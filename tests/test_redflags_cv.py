@@ -110,3 +110,29 @@ def test_each_fold_holds_out_its_own_part_of_the_ordinary_questions_and_a_cached
     assert out[SETS[2]]["texts"] == [SETS[2]]
     again = fold_runs(t, sets, 2, SETS[2], args)
     assert again == out and t.calls == [(3, 2)]  # read from the cache, no second fit
+
+
+def test_unit_negatives_are_the_parts_of_ordinary_messages_only_and_only_when_asked():
+    from types import SimpleNamespace
+
+    from chatbot.training.redflags_cv import Trainer
+
+    rows = [
+        {"language": "en", "text": "I really don't want to give up. My baby is 3 weeks old. How long do feeds last?",
+         "urgent": False, "action": None},
+        {"language": "fr", "text": "Je suis fatiguée. Le bébé dort bien.", "urgent": False, "action": None},
+        {"language": "en", "text": "She swallowed a battery. Now she drools.", "urgent": True, "action": "poisoning"},
+    ]  # fmt: skip
+    on = Trainer.unit_negatives(SimpleNamespace(args=SimpleNamespace(unit_negatives=True)), rows)
+    off = Trainer.unit_negatives(SimpleNamespace(args=SimpleNamespace(unit_negatives=False)), rows)
+
+    assert off == []
+    assert on == [
+        ("I really don't want to give up.", "none", "en", "unit"),
+        ("My baby is 3 weeks old.", "none", "en", "unit"),
+        ("How long do feeds last?", "none", "en", "unit"),
+        ("I really don't want to give up. My baby is 3 weeks old.", "none", "en", "unit"),
+        ("My baby is 3 weeks old. How long do feeds last?", "none", "en", "unit"),
+        ("Je suis fatiguée.", "none", "en", "unit"),  # a language the models do not know trains as English
+        ("Le bébé dort bien.", "none", "en", "unit"),
+    ]

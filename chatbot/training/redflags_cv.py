@@ -91,7 +91,7 @@ class Trainer:
         hd = build(random.Random(args.seed), 10, 8, args.data_root, 600, 8)["train"]
         hd += context_rows(random.Random(args.seed), 8)["train"]
         own = patient_rows(getattr(args, "extra_seeds", None) or ())
-        ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient")
+        ng += dev_examples(own, args.ngram_variants, self.ordinary, "patient") + self.unit_negatives(own)
         hd += dev_examples(own, args.head_variants, self.ordinary, "patient")
         ng_part, hd_part = [-1] * len(ng), [-1] * len(hd)  # the fold that holds a row out (-1: none)
         self.plain: list[dict[str, Any]] = []
@@ -101,7 +101,7 @@ class Trainer:
             # which part each example belongs to
             for r in self.plain:
                 k = ordinary_part(r["text"])
-                got = dev_examples([r], args.ordinary_variants, self.ordinary, "ordinary")
+                got = dev_examples([r], args.ordinary_variants, self.ordinary, "ordinary") + self.unit_negatives([r])
                 ng, ng_part = ng + got, ng_part + [k] * len(got)
                 got = dev_examples([r], min(args.ordinary_variants, args.head_variants), self.ordinary, "ordinary")
                 hd, hd_part = hd + got, hd_part + [k] * len(got)
@@ -111,6 +111,21 @@ class Trainer:
         self.ng_x = matrix([self.ng_text(r[0]) for r in ng])
         self.hd_x = embed_cached([r[0] for r in hd], self.encoder)
         self.matrix = matrix
+
+    def unit_negatives(self, rows: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+        """``--unit-negatives``: each part the n-gram model scores in an ordinary message (its sentences, pairs
+        and windows; ``redflag_classifier.units``) as one more ordinary example, so that a benign clause read
+        alone ("ma io non voglio") is not scored as a whole message of its own (session 27)."""
+        if not getattr(self.args, "unit_negatives", False):
+            return []
+        from chatbot.stages.redflag_classifier import units
+
+        out = []
+        for r in rows:
+            if not r["urgent"]:
+                lang = r["language"] if r["language"] in ("en", "it") else "en"
+                out += [(u, "none", lang, "unit") for u in units(r["text"])[1:]]
+        return out
 
     def fit(self, sets: list[list[dict[str, Any]]], hold: int | None = None) -> tuple[Any, Any]:
         """Both models on the fixed data (less the ordinary part ``hold``, when given) and ``sets``."""
@@ -123,7 +138,7 @@ class Trainer:
         ng_rows = [self.ng_rows[i] for i in ng_keep]
         hd_rows = [self.hd_rows[i] for i in hd_keep]
         rows = [r for s in sets for r in s]
-        ng_extra = dev_examples(rows, a.ngram_variants, self.ordinary, "dev")
+        ng_extra = dev_examples(rows, a.ngram_variants, self.ordinary, "dev") + self.unit_negatives(rows)
         hd_extra = dev_examples(rows, a.head_variants, self.ordinary, "dev")
         x = vstack([ng_x, self.matrix([self.ng_text(r[0]) for r in ng_extra])]).tocsr() if ng_extra else ng_x
         clf = fit_ngram(x, [r[1] for r in ng_rows + ng_extra], a.C, a.seed)

@@ -1,7 +1,7 @@
 """Four-fold cross-validation of the red-flag screen over every spent red-flag set (v1-v8), and the shipped fit.
 
 ``python -m chatbot.training.redflags_kfold --out DIR [--extra-seeds FILE ...] [--fold-seeds FILE ...]
-[--add-sets NAME ...] [--ship models/redflags]``
+[--add-sets NAME ...] [--unit-negatives] [--ship models/redflags]``
 
 Session 14. The spent sets (``evaluation/redflags/testset*.jsonl``) are split into four folds by a hash of the
 message id, stratified by language and action (``none`` for an ordinary message); messages with the same folded
@@ -14,7 +14,8 @@ chosen with the builder's rule (``redflag_bars.choose``: recall >= ``--recall`` 
 ``--action-recall`` per action, weight 0.5, a rule's veto <= 0.1; ``ngram_threshold``) on the out-of-fold parts
 of the other three folds, and written with its models to ``DIR/fold-k`` so the patient path's screen can load
 them (``evaluation.redflags_s14``). ``--ship``: both models trained on every message, the bars chosen by the
-same rule on all four folds' parts. The measure-on questions (``redflag_ordinary.MEASURE_FILES``) are never
+same rule on all four folds' parts. ``--unit-negatives`` (session 27, not shipped: ``redflags-s27.md``): the
+n-gram model also trains on each sentence and window of an ordinary message as ordinary. The measure-on questions (``redflag_ordinary.MEASURE_FILES``) are never
 training data. Fixed seeds; e5 vectors cached; each fold's parts and the final fit kept in ``DIR`` (a rerun
 resumes).
 """
@@ -126,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", type=float, nargs="+", default=[0.5])
     ap.add_argument("--max-veto", type=float, default=0.1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--unit-negatives",
+        action="store_true",
+        help="the n-gram model also trains on each sentence/window of an ordinary message as ordinary",
+    )
     ap.add_argument("--ship", type=Path, default=None, help="train on everything and write the models here")
     args = ap.parse_args(argv)
     cmd = "python -m chatbot.training.redflags_kfold " + " ".join(argv if argv is not None else sys.argv[1:])
