@@ -15,9 +15,9 @@ chosen with the builder's rule (``redflag_bars.choose``: recall >= ``--recall`` 
 of the other three folds, and written with its models to ``DIR/fold-k`` so the patient path's screen can load
 them (``evaluation.redflags_s14``). ``--ship``: both models trained on every message, the bars chosen by the
 same rule on all four folds' parts. ``--unit-negatives`` (session 27, not shipped: ``redflags-s27.md``): the
-n-gram model also trains on each sentence and window of an ordinary message as ordinary. The measure-on questions (``redflag_ordinary.MEASURE_FILES``) are never
-training data. Fixed seeds; e5 vectors cached; each fold's parts and the final fit kept in ``DIR`` (a rerun
-resumes).
+n-gram model also trains on each sentence and window of an ordinary message as ordinary. The measure-on
+questions (``redflag_ordinary.MEASURE_FILES``) are never training data. Fixed seeds; e5 vectors cached; each
+fold's parts and the final fit kept in ``DIR`` (a rerun resumes).
 """
 
 from __future__ import annotations
