@@ -57,6 +57,34 @@ def test_the_most_urgent_part_of_the_message_decides():
     assert set(buried.trace()) == {"urgent_score", "threshold", "fired", "scores", "unit"}
 
 
+def _pooled(meta: dict) -> RedFlagClassifier:
+    """'overdose' pushes poisoning hard, 'hopeless' pushes mental health mildly: alone it scores 0.95, diluted less."""
+    n = 1 << 10
+    w = np.zeros((len(LABELS), n), dtype=np.float32)
+    for word, label, weight in (("overdose", "poisoning", 20.0), ("hopeless", "mental_health", 5.0)):
+        idx, val = features(word, n)
+        w[LABELS.index(label), idx] += weight * val
+    return RedFlagClassifier(w, np.array([2.0, 0, 0, 0, 0], dtype=np.float32), 0.8, meta)
+
+
+STORY = "We moved house last week. The boxes are everywhere. {} Anyway what snacks are good at 20 weeks?"
+
+
+def test_a_long_message_scores_the_mean_of_its_three_best_units_when_the_config_says_so():
+    best, pooled = _pooled({}), _pooled({"pool_top": 3, "pool_min_units": 6})
+    benign, urgent = STORY.format("Hopeless."), STORY.format("He took an overdose.")
+
+    assert len(units(benign)) == 8
+    assert best.predict(benign).urgent_score == pytest.approx(0.9535, abs=1e-4)  # one clause alone decides
+    assert best.predict(benign).fired == ("mental_health",)
+    assert pooled.predict(benign).urgent_score == pytest.approx(0.7471, abs=1e-4)  # its pairs and the whole dilute it
+    assert pooled.predict(benign).fired == ()
+    assert pooled.predict(urgent).urgent_score == pytest.approx(0.9992, abs=1e-4)
+    assert pooled.predict(urgent).fired == ("poisoning",) and pooled.predict(urgent).unit == "He took an overdose."
+    short = "Hopeless. What snacks are good?"  # 3 units: below pool_min_units, the best unit alone
+    assert pooled.predict(short).urgent_score == best.predict(short).urgent_score == pytest.approx(0.9535, abs=1e-4)
+
+
 def test_quantised_weights_round_trip_through_the_shipped_format(tmp_path):
     clf = _toy(0.3)
     w = clf.weights.T.copy()

@@ -136,3 +136,13 @@ def test_unit_negatives_are_the_parts_of_ordinary_messages_only_and_only_when_as
         ("Je suis fatiguée.", "none", "en", "unit"),  # a language the models do not know trains as English
         ("Le bébé dort bien.", "none", "en", "unit"),
     ]
+
+
+def test_pooling_defaults_to_the_best_unit_and_reads_the_options():
+    from types import SimpleNamespace
+
+    from chatbot.training.redflags_cv import pooling
+
+    assert pooling(SimpleNamespace()) == (1, 0)
+    assert pooling(SimpleNamespace(pool_top=3, pool_min_units=6)) == (3, 6)
+    assert pooling(SimpleNamespace(pool_top=0, pool_min_units=None)) == (1, 0)

@@ -83,6 +83,11 @@ class RedFlagClassifier:
         self.rule_floor = float(self.meta.get("rule_floor", 0.0))
         # A rule on a message framed as past, hypothetical or study (redflag_framing) counts only from here.
         self.framing_floor = float(self.meta.get("framing_floor", 0.0))
+        # A long message is read in many units and one benign clause alone can score near 1 ("ma io non voglio"):
+        # from ``pool_min_units`` units on, the message's score is the mean of its ``pool_top`` best units (an alarm
+        # sign scores high in its sentence, its pairs and its windows alike). 1: the best unit alone (session 27).
+        self.pool_top = max(1, int(self.meta.get("pool_top", 1)))
+        self.pool_min_units = int(self.meta.get("pool_min_units", 0))
 
     @classmethod
     def load(cls, folder: Path) -> RedFlagClassifier:
@@ -108,9 +113,12 @@ class RedFlagClassifier:
     def predict(self, text: str) -> Prediction:
         parts = units(text)
         probs = self.probabilities(parts)
-        best = int(np.argmax(1.0 - probs[:, 0]))
+        unit_urgent = 1.0 - probs[:, 0]
+        best = int(np.argmax(unit_urgent))
         p = probs[best]
         urgent = float(1.0 - p[0])
+        if self.pool_top > 1 and len(parts) >= max(self.pool_min_units, self.pool_top):
+            urgent = float(np.sort(unit_urgent)[-self.pool_top :].mean())
         scores = {label: float(p[i]) for i, label in enumerate(LABELS) if label != "none"}
         action = max(scores, key=lambda a: scores[a])
         fired = (action,) if urgent >= self.threshold else ()

@@ -48,6 +48,12 @@ BAR_KEYS = ("threshold", "veto", "framed_threshold", "framed_veto", "weight", "n
 ORDINARY = "ordinary:"  # prefix of the out-of-fold runs on ordinary questions (one per fold)
 
 
+def pooling(args: argparse.Namespace) -> tuple[int, int]:
+    """``--pool-top K --pool-min-units N``: the n-gram model scores a message of N units or more by the mean of its
+    K best units (``RedFlagClassifier.pool_top``; 1: the best unit alone)."""
+    return max(1, int(getattr(args, "pool_top", 1) or 1)), int(getattr(args, "pool_min_units", 0) or 0)
+
+
 def calm_ngram(args: argparse.Namespace) -> bool:
     """``--emotion-neutral``: the n-gram model reads messages without their mood markers (``redflag_emotion``)."""
     return bool(getattr(args, "emotion_neutral", False))
@@ -142,6 +148,7 @@ class Trainer:
         hd_extra = dev_examples(rows, a.head_variants, self.ordinary, "dev")
         x = vstack([ng_x, self.matrix([self.ng_text(r[0]) for r in ng_extra])]).tocsr() if ng_extra else ng_x
         clf = fit_ngram(x, [r[1] for r in ng_rows + ng_extra], a.C, a.seed)
+        clf.pool_top, clf.pool_min_units = pooling(a)  # the out-of-fold parts read messages as the screen will
         hx = np.vstack([hd_x, embed_cached([r[0] for r in hd_extra], self.encoder)]) if hd_extra else hd_x
         head = fit_head(hx, [r[1] for r in hd_rows + hd_extra], a.hidden, a.alpha, a.seed)
         return clf, head
@@ -170,6 +177,9 @@ def save(out: Path, clf: Any, head: Any, chosen: dict[str, Any], ng_threshold: f
         "seed": args.seed, "framing_floor": 0.0, "rule_floor": 0.0, "command": cmd,
         "note": "threshold: rules OR this model alone (the screen without the e5 head), chosen out of fold",
     }  # fmt: skip
+    top, min_units = pooling(args)
+    if top > 1:
+        config.update(pool_top=top, pool_min_units=min_units)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     np.savez_compressed(
         out / HEAD_FILE,

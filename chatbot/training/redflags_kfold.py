@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", type=float, nargs="+", default=[0.5])
     ap.add_argument("--max-veto", type=float, default=0.1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pool-top", type=int, default=1, help="a long message's n-gram score: mean of its K best units")
+    ap.add_argument("--pool-min-units", type=int, default=0, help="--pool-top applies from this many units on")
     ap.add_argument(
         "--unit-negatives",
         action="store_true",
