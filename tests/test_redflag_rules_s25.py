@@ -83,8 +83,8 @@ def test_a_fever_reading_after_the_birth_calls_the_maternity_unit(text: str, exp
 
 def test_the_new_categories_are_firm_and_have_an_action() -> None:
     firm = {"fever_reading_under_3_months", "fever_after_birth", "medicine_missing", "itching_in_late_pregnancy"}
-    assert firm == FIRM
-    assert [CATEGORY_ACTION[c] for c in sorted(FIRM)] == ["maternity_unit", "emergency", "maternity_unit", "poisoning"]
+    assert firm | {"battery_or_magnet_missing"} == FIRM  # session 27's rule (test_redflag_rules_s27)
+    assert [CATEGORY_ACTION[c] for c in sorted(firm)] == ["maternity_unit", "emergency", "maternity_unit", "poisoning"]
 
 
 def test_the_head_vetoes_an_ordinary_rule_but_never_a_firm_one() -> None:

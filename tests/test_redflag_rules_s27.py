@@ -38,3 +38,31 @@ def test_a_fever_in_a_baby_of_three_months_or_more_is_not_the_newborn_rule(text:
 )  # fmt: skip
 def test_a_baby_that_moves_little_is_a_reduced_movement(text: str, expected: list[str]) -> None:
     assert categories(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my toddler had the car key fob and now the button battery is missing, he seems totally fine",
+         ["battery_or_magnet_missing"]),
+        ("la bimba di 16 mesi giocava col telecomando, ora manca una pila piatta, nn la troviamo. sta benissimo",
+         ["battery_or_magnet_missing"]),
+        ("mio figlio di 2 anni giocava con le calamite del frigo e ne mancano due", ["battery_or_magnet_missing"]),
+        ("two magnets from the building set are missing and my 2 year old was playing with it",
+         ["battery_or_magnet_missing"]),
+        ("how do i keep button batteries away from my toddler?", []),
+        ("the button battery in the kitchen scale ran out, can i recycle it? my son wants to help", []),
+        ("I counted the magnets and none are missing, my daughter is fine", []),
+        ("I'm 32 years old and my watch battery is missing lol", []),  # no child
+    ],
+)  # fmt: skip
+def test_a_button_battery_or_magnets_gone_with_a_small_child_is_a_poisoning(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected
+
+
+def test_the_missing_battery_rule_is_firm_and_calls_for_the_poisoning_card() -> None:
+    from chatbot.stages.redflag_rules import FIRM
+    from chatbot.stages.redflags import CATEGORY_ACTION
+
+    assert "battery_or_magnet_missing" in FIRM
+    assert CATEGORY_ACTION["battery_or_magnet_missing"] == "poisoning"

@@ -233,6 +233,24 @@ CONCEPTS: dict[str, list[str]] = {
     ],
     "DRUG_FORM": ["drops", "gocce", "sleeping", "sonnifer*", "iron", "ferro", "vitamin*", "syrup", "sciroppo"],
     # a child who can open a bottle (not "baby": "il bimbo" / "the baby" is also the one in the womb)
+    # session 27: a button battery or magnets gone (not seen swallowed) with a child: A&E now, however well the child
+    # looks ("manca una pila piatta rotonda ... lei sta benissimo")
+    "BUTTON_BATTERY": [
+        "button batter*", "coin batter*", "coin cell*", "watch batter*", "lithium batter*", "round flat batter*",
+        "flat round batter*", "pila a bottone", "pile a bottone", "pila piatta", "pile piatte", "pila rotonda",
+        "pile rotonde", "batteria a bottone", "batterie a bottone", "batteria piatta", "batterie piatte",
+        "pila al litio", "pile al litio", "magnet*", "calamit*",
+    ],
+    "GONE": [
+        "missing", "can not find", "could not find", "cannot find", "not find it", "not find them", "disappeared",
+        "is gone", "are gone", "was gone", "were gone", "manca", "mancano", "mancava", "mancavano", "non la trov*",
+        "non le trov*", "non lo trov*", "non li trov*", "non trov*", "sparit*", "scompars*", "non c e piu",
+    ],
+    "NONE_GONE": [
+        "none are missing", "none missing", "nothing is missing", "nothing missing", "none of them are missing",
+        "non manca niente", "non manca nulla", "non ne manca", "non mancano", "non manca nessun*",
+    ],
+    "SMALL_CHILD_AGE": ["#lt6 year*|yr*|yrs|yo|anni|anno"],  # "my 2 year old", "ha 3 anni"
     "CHILD": [
         "toddler*", "son", "daughter", "kid", "kids", "child", "children", "figlio", "figlia", "figliolett*",
         "babyageolder",

@@ -22,6 +22,7 @@ VETO: dict[str, tuple[str, ...]] = {
     "bleeding_in_pregnancy": ("OTHER_BLEED",),
     "reduced_fetal_movements": ("TOO_EARLY_TO_FEEL",),
     "itching_in_late_pregnancy": ("HANDS_FEET_FINE",),
+    "battery_or_magnet_missing": ("NONE_GONE",),
 }
 RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "bleeding_in_pregnancy": [
@@ -58,6 +59,9 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "fever_after_birth": [[(("POSTPARTUM", "FEVER_READING"), None)]],  # possible infection of the womb or a wound
     "medicine_missing": [[(("MANY_TAKEN", "MEDS|DRUG_FORM"), 30), (("CHILD|DROWSY",), None)]],
     "itching_in_late_pregnancy": [[(("ITCH", "HANDS_FEET"), 6), (("PREG",), None)]],
+    "battery_or_magnet_missing": [
+        [(("BUTTON_BATTERY", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)]
+    ],  # session 27
     "collapse": [[(("COLLAPSE",), None)]],
     "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
 }
@@ -65,7 +69,13 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
 # spent sets, the seeds or 912 ordinary reply-set questions fired them, and the head's framing read the long
 # messages they were written for as past or negated ("l'ha aperto ... ne mancano una decina", "non ho brufoli")
 FIRM: frozenset[str] = frozenset(
-    {"fever_reading_under_3_months", "fever_after_birth", "medicine_missing", "itching_in_late_pregnancy"}
+    {
+        "fever_reading_under_3_months",
+        "fever_after_birth",
+        "medicine_missing",
+        "itching_in_late_pregnancy",
+        "battery_or_magnet_missing",
+    }
 )
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
 # that follow the birth ("still bleeding 4 weeks after she was born", "sono a 3 settimane dopo il parto") is

@@ -57,6 +57,7 @@ CATEGORY_ACTION: dict[str, str] = {
     "fever_reading_under_3_months": "emergency",
     "fever_after_birth": "maternity_unit",
     "medicine_missing": "poisoning",
+    "battery_or_magnet_missing": "poisoning",
     "itching_in_late_pregnancy": "maternity_unit",
 }
 

@@ -164,6 +164,10 @@ def _word_matches(lexicon: Lexicon, pattern: str, token: str) -> bool:
             value = _number(token)
             if value is not None and 1 <= value < 20:
                 return True
+        elif alt == "#lt6":  # a small child's age in years ("my 2 year old", "ha 3 anni")
+            value = _number(token)
+            if value is not None and 1 <= value < 6:
+                return True
         elif alt == "#temp":  # a temperature reading: a decimal number of fever (38.3, 38,5)
             value = _number(token)
             if value is not None and ("." in token or "," in token) and 37.8 <= value <= 43:
