@@ -54,6 +54,11 @@ def test_a_baby_that_moves_little_is_a_reduced_movement(text: str, expected: lis
         ("the button battery in the kitchen scale ran out, can i recycle it? my son wants to help", []),
         ("I counted the magnets and none are missing, my daughter is fine", []),
         ("I'm 32 years old and my watch battery is missing lol", []),  # no child
+        ("the small round battery from the kitchen scales has gone, cant find it. my 18mo was right there",
+         ["battery_or_magnet_missing"]),
+        ("manca la pila, quella piccola tonda piatta, e mio figlio di 2 anni ci giocava",
+         ["battery_or_magnet_missing"]),
+        ("my 2 year old's toy has flat round batteries, they ran out, which ones do i buy?", []),
     ],
 )  # fmt: skip
 def test_a_button_battery_or_magnets_gone_with_a_small_child_is_a_poisoning(text: str, expected: list[str]) -> None:

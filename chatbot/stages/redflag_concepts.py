@@ -250,7 +250,10 @@ CONCEPTS: dict[str, list[str]] = {
         "none are missing", "none missing", "nothing is missing", "nothing missing", "none of them are missing",
         "non manca niente", "non manca nulla", "non ne manca", "non mancano", "non manca nessun*",
     ],
-    "SMALL_CHILD_AGE": ["#lt6 year*|yr*|yrs|yo|anni|anno"],  # "my 2 year old", "ha 3 anni"
+    # a small child's age: "my 2 year old", "ha 3 anni", "my 18mo"
+    "SMALL_CHILD_AGE": ["#lt6 year*|yr*|yrs|yo|anni|anno", "#lt37 mo|mos|mth*|month*|mesi|mese"],
+    "BATTERY_WORD": ["battery", "batteries", "pila", "pile", "batteria", "batterie"],
+    "ROUND_FLAT": ["round", "flat", "coin", "button", "rotond*", "tond*", "piatt*", "bottone"],
     "CHILD": [
         "toddler*", "son", "daughter", "kid", "kids", "child", "children", "figlio", "figlia", "figliolett*",
         "babyageolder",

@@ -59,9 +59,11 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "fever_after_birth": [[(("POSTPARTUM", "FEVER_READING"), None)]],  # possible infection of the womb or a wound
     "medicine_missing": [[(("MANY_TAKEN", "MEDS|DRUG_FORM"), 30), (("CHILD|DROWSY",), None)]],
     "itching_in_late_pregnancy": [[(("ITCH", "HANDS_FEET"), 6), (("PREG",), None)]],
-    "battery_or_magnet_missing": [
-        [(("BUTTON_BATTERY", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)]
-    ],  # session 27
+    "battery_or_magnet_missing": [  # session 27
+        [(("BUTTON_BATTERY", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)],
+        # "the little round battery ... has gone missing", "manca la pila, quella piccola rotonda piatta"
+        [(("BATTERY_WORD", "ROUND_FLAT"), 4), (("BATTERY_WORD", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)],
+    ],
     "collapse": [[(("COLLAPSE",), None)]],
     "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
 }
