@@ -45,6 +45,7 @@ def test_the_unless_concept_cancels_only_the_mild_rule() -> None:
     assert UNLESS == {
         ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
         ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # session 27 (test_redflag_rules_s27)
+        ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),
     }
 
 

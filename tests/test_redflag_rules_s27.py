@@ -71,3 +71,23 @@ def test_the_missing_battery_rule_is_firm_and_calls_for_the_poisoning_card() -> 
 
     assert "battery_or_magnet_missing" in FIRM
     assert CATEGORY_ACTION["battery_or_magnet_missing"] == "poisoning"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("il mio bimbo ha 11 mesi e non mangia niente di quello che cucino, sputa tutto", []),
+        ("my 8 month old is refusing to feed from the spoon, only wants milk", []),
+        ("my 2 week old is not feeding and so sleepy", ["feverish_or_floppy_newborn"]),
+        ("il bimbo non mangia da stamattina, ha 10 giorni", ["feverish_or_floppy_newborn"]),
+        ("my 6 month old is floppy and not feeding", ["feverish_or_floppy_newborn"]),  # floppy: any age
+    ],
+)  # fmt: skip
+def test_not_feeding_is_the_newborn_rule_only_below_three_months(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected
+
+
+def test_cutting_someones_hair_is_not_self_harm() -> None:
+    assert categories("Ha i capelli lunghissimi e non vuole tagliarli. Come prevengo i pidocchi?") == []
+    assert categories("la frangia e troppo lunga, posso tagliarla io a casa?") == []
+    assert categories("ho pensato di tagliarmi di nuovo") == ["self_harm_or_harming_the_baby"]

@@ -156,11 +156,15 @@ CONCEPTS: dict[str, list[str]] = {
     ],
     "FLOPPY": [
         "floppy", "limp", "unresponsive", "not responding", "will not wake", "hard to wake", "difficult to wake",
-        "can not wake", "lethargic", "listless", "not feeding", "will not feed", "refusing feeds",
-        "refusing to feed", "bulging fontanelle", "rash that does not fade", "molle", "mollo", "floscio",
-        "floscia", "flaccid*", "non reagisce", "non si sveglia", "non risponde", "rifiuta il latte",
-        "non mangia", "fontanella gonfia", "collo rigido", "inerte", "non si muove piu",
+        "can not wake", "lethargic", "listless", "bulging fontanelle", "rash that does not fade", "molle", "mollo",
+        "floscio", "floscia", "flaccid*", "non reagisce", "non si sveglia", "non risponde", "fontanella gonfia",
+        "collo rigido", "inerte", "non si muove piu",
         "non se move|mov* piu|cchiu", "nun se move|mov*",
+    ],
+    # session 27: not feeding is a danger sign in a newborn, not in a 11-month-old who spits out vegetables
+    # (rule 4 of feverish_or_floppy_newborn, cancelled by OLDER_BABY)
+    "NOT_FEEDING": [
+        "not feeding", "will not feed", "refusing feeds", "refusing to feed", "rifiuta il latte", "non mangia",
     ],
     "SELF_HARM": [
         "kill* myself", "kill my self", "suicid*", "end my life", "end it all", "take my own life",
@@ -232,7 +236,6 @@ CONCEPTS: dict[str, list[str]] = {
         "taken loads", "took a lot of", "taken a lot of", "had a lot of them", "ate a lot of them",
     ],
     "DRUG_FORM": ["drops", "gocce", "sleeping", "sonnifer*", "iron", "ferro", "vitamin*", "syrup", "sciroppo"],
-    # a child who can open a bottle (not "baby": "il bimbo" / "the baby" is also the one in the womb)
     # session 27: a button battery or magnets gone (not seen swallowed) with a child: A&E now, however well the child
     # looks ("manca una pila piatta rotonda ... lei sta benissimo")
     "BUTTON_BATTERY": [
@@ -254,6 +257,7 @@ CONCEPTS: dict[str, list[str]] = {
     "SMALL_CHILD_AGE": ["#lt6 year*|yr*|yrs|yo|anni|anno", "#lt37 mo|mos|mth*|month*|mesi|mese"],
     "BATTERY_WORD": ["battery", "batteries", "pila", "pile", "batteria", "batterie"],
     "ROUND_FLAT": ["round", "flat", "coin", "button", "rotond*", "tond*", "piatt*", "bottone"],
+    # a child who can open a bottle (not "baby": "il bimbo" / "the baby" is also the one in the womb)
     "CHILD": [
         "toddler*", "son", "daughter", "kid", "kids", "child", "children", "figlio", "figlia", "figliolett*",
         "babyageolder",

@@ -49,6 +49,7 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
         [(("BABY", "FEVER", "SELF"), 10)],
         [(("BABY|NEWBORN", "FLOPPY"), 12)],
         [(("BABY|NEWBORN", "BREATHING"), 12)],
+        [(("BABY|NEWBORN", "NOT_FEEDING"), 12)],  # unless 3 months or older (UNLESS)
     ],
     "self_harm_or_harming_the_baby": [[(("SELF_HARM",), None)], [(("SELF_INJURY",), None)]],
     "overdose": [[(("OVERDOSE",), None)], [(("SWALLOWED", "MEDS"), 6)]],
@@ -85,6 +86,7 @@ FIRM: frozenset[str] = frozenset(
 UNLESS: dict[tuple[str, int], tuple[str, ...]] = {
     ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
     ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # "my 9 month old has a temp of 38.3" (session 27)
+    ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),  # "il mio bimbo ha 11 mesi e non mangia niente" (session 27)
 }
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())
@@ -100,8 +102,8 @@ class RedFlag:
 # crisis is no reassurance; only a denial that reassures, "I'm not suicidal, don't worry", cancels it:
 # ``redflag_scope.reassured_denial``), not the movement concepts (reduced movements are said with "no"/"non").
 NEGATABLE = frozenset(
-    "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN "
-    "STROKE_WORD SEIZURE FEVER FLOPPY OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE SEIZURE_LIMBS".split()
+    "BLEED HEAVY PAIN SEVERE WATERS WATERS_NOW HEADACHE VISION CHEST CHEST_SYMPTOM BREATHING STROKE_SIGN STROKE_WORD "
+    "SEIZURE FEVER FLOPPY NOT_FEEDING OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE SEIZURE_LIMBS".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 
