@@ -46,6 +46,7 @@ def test_the_unless_concept_cancels_only_the_mild_rule() -> None:
         ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
         ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # session 27 (test_redflag_rules_s27)
         ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),
+        ("child_took_medicine", 0): ("LONG_AGO",),
     }
 
 

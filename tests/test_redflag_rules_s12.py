@@ -169,6 +169,7 @@ def test_a_temperature_of_38_or_more_is_a_fever(text: str, expected: list[str]) 
 
 
 def test_swallowing_said_with_ingoiato() -> None:
-    assert categories("il bimbo ha ingoiato delle pastiglie della nonna") == ["overdose"]
+    # session 27's firm rule fires too: a child and an amount ("delle") of medicine
+    assert categories("il bimbo ha ingoiato delle pastiglie della nonna") == ["overdose", "child_took_medicine"]
     assert categories("quali sintomi se un bimbo ingoia una pila?") == []  # a question about it, not an event
     assert categories("non ha ingoiato niente, ho contato le pastiglie") == []  # denied: negated

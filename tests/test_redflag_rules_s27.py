@@ -65,12 +65,13 @@ def test_a_button_battery_or_magnets_gone_with_a_small_child_is_a_poisoning(text
     assert categories(text) == expected
 
 
-def test_the_missing_battery_rule_is_firm_and_calls_for_the_poisoning_card() -> None:
+def test_the_missing_battery_and_child_medicine_rules_are_firm_and_call_for_the_poisoning_card() -> None:
     from chatbot.stages.redflag_rules import FIRM
     from chatbot.stages.redflags import CATEGORY_ACTION
 
-    assert "battery_or_magnet_missing" in FIRM
-    assert CATEGORY_ACTION["battery_or_magnet_missing"] == "poisoning"
+    for category in ("battery_or_magnet_missing", "child_took_medicine"):
+        assert category in FIRM
+        assert CATEGORY_ACTION[category] == "poisoning"
 
 
 @pytest.mark.parametrize(
@@ -91,3 +92,19 @@ def test_cutting_someones_hair_is_not_self_harm() -> None:
     assert categories("Ha i capelli lunghissimi e non vuole tagliarli. Come prevengo i pidocchi?") == []
     assert categories("la frangia e troppo lunga, posso tagliarla io a casa?") == []
     assert categories("ho pensato di tagliarmi di nuovo") == ["self_harm_or_harming_the_baby"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("il mio bimbo 2 anni e mezzo ha mangiato 8 o 10 delle mie compresse di ferro, sta bene e gioca",
+         ["child_took_medicine"]),
+        ("my toddler ate some of his grandad's heart pills, he seems fine", ["child_took_medicine"]),
+        ("mio figlio ha mangiato delle pastiglie della nonna, sembra stare bene", ["child_took_medicine"]),
+        ("my 3 year old ate his vitamin gummy this morning, can he have another tonight?", []),
+        ("last year my son ate some of my iron tablets, the hospital checked him and he was fine", []),
+        ("I swallowed some of my iron tablets with orange juice, is that right?", []),  # no child
+    ],
+)  # fmt: skip
+def test_a_child_who_ate_an_amount_of_medicine_is_a_poisoning(text: str, expected: list[str]) -> None:
+    assert [c for c in categories(text) if c != "overdose"] == expected

@@ -236,6 +236,20 @@ CONCEPTS: dict[str, list[str]] = {
         "taken loads", "took a lot of", "taken a lot of", "had a lot of them", "ate a lot of them",
     ],
     "DRUG_FORM": ["drops", "gocce", "sleeping", "sonnifer*", "iron", "ferro", "vitamin*", "syrup", "sciroppo"],
+    # session 27: a child who ate or drank a quantity of medicine ("ha mangiato 8 o 10 delle mie compresse di ferro",
+    # "ate some of his grandad's heart pills"): a number or an amount word between the verb and the medicine
+    "ATE_OR_DRANK": ["swallowed", "has eaten", "ate", "eaten", "drank", "drunk", "ha mangiato", "ha mangiate",
+                     "ha bevuto", "ingerito", "inghiottito", "ingoiat*", "si e mangiat*", "si e bevut*"],
+    "QUANTITY": [  # an amount; the Italian partitives too ("ha mangiato delle pastiglie")
+        "#num", "some", "several", "few", "handful", "half", "lots", "loads", "all", "whole", "alcune", "alcuni",
+        "diverse", "diversi", "tante", "tanti", "parecchie", "parecchi", "mezza", "mezzo", "manciata", "qualche",
+        "delle", "dei", "degli", "della", "tutto", "tutta", "tutte", "tutti",
+    ],
+    # a past scare that is over ("last year he ate some of my iron tablets, the hospital said he was fine")
+    "LONG_AGO": ["last year", "last month", "months ago", "years ago", "when he was", "when she was", "l anno scorso",
+                 "il mese scorso", "mesi fa", "anni fa", "quando aveva"],
+    "TABLETS": ["pills", "tablets", "capsules", "pastigli*", "compress*", "pillol*", "capsul*", "medicine*",
+                "farmac*", "sciroppo", "syrup", "gocce", "drops", "vitamin*"],
     # session 27: a button battery or magnets gone (not seen swallowed) with a child: A&E now, however well the child
     # looks ("manca una pila piatta rotonda ... lei sta benissimo")
     "BUTTON_BATTERY": [

@@ -60,6 +60,11 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "fever_after_birth": [[(("POSTPARTUM", "FEVER_READING"), None)]],  # possible infection of the womb or a wound
     "medicine_missing": [[(("MANY_TAKEN", "MEDS|DRUG_FORM"), 30), (("CHILD|DROWSY",), None)]],
     "itching_in_late_pregnancy": [[(("ITCH", "HANDS_FEET"), 6), (("PREG",), None)]],
+    "child_took_medicine": [  # session 27
+        # the amount right after the verb ("ate some", "ha mangiato 8 o 10"), not a child's age before it ("my 3 year
+        # old ate his vitamin"), the medicine within 8 words
+        [(("ATE_OR_DRANK", "QUANTITY"), 2), (("ATE_OR_DRANK", "TABLETS"), 8), (("CHILD|BABY|SMALL_CHILD_AGE",), None)],
+    ],
     "battery_or_magnet_missing": [  # session 27
         [(("BUTTON_BATTERY", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)],
         # "the little round battery ... has gone missing", "manca la pila, quella piccola rotonda piatta"
@@ -78,6 +83,7 @@ FIRM: frozenset[str] = frozenset(
         "medicine_missing",
         "itching_in_late_pregnancy",
         "battery_or_magnet_missing",
+        "child_took_medicine",
     }
 )
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
@@ -86,7 +92,10 @@ FIRM: frozenset[str] = frozenset(
 UNLESS: dict[tuple[str, int], tuple[str, ...]] = {
     ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
     ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # "my 9 month old has a temp of 38.3" (session 27)
-    ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),  # "il mio bimbo ha 11 mesi e non mangia niente" (session 27)
+    ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),
+    ("child_took_medicine", 0): (
+        "LONG_AGO",
+    ),  # a past scare, told as over (session 27)  # "il mio bimbo ha 11 mesi e non mangia niente" (session 27)
 }
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())

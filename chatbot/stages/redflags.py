@@ -58,6 +58,7 @@ CATEGORY_ACTION: dict[str, str] = {
     "fever_after_birth": "maternity_unit",
     "medicine_missing": "poisoning",
     "battery_or_magnet_missing": "poisoning",
+    "child_took_medicine": "poisoning",
     "itching_in_late_pregnancy": "maternity_unit",
 }
 
