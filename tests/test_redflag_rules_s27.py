@@ -1,6 +1,7 @@
-"""Session 27 rule fixes: "my baby has a temp" is not the newborn-fever rule when the message gives the baby an age of
-3 months or more (a newborn, a floppy or a breathless baby still fire); "si muove poco" is a reduced movement.
-Hand-made sentences (not the sets' messages), exact expectations."""
+"""Session 27 rules: "my baby has a temp" (or "not feeding") is not the newborn rule when the message gives the baby an
+age of 3 months or more (a newborn, a floppy or a breathless baby still fire); "si muove poco" is a reduced movement;
+"tagliarli" is no typo of "tagliarmi"; two firm poisoning rules, a button battery or magnets gone near a small child and
+a child who ate an amount of medicine. Hand-made sentences (not the sets' messages), exact expectations."""
 
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ class RedFlagClassifier:
         unit_urgent = 1.0 - probs[:, 0]
         best = int(np.argmax(unit_urgent))
         p = probs[best]
-        urgent = float(1.0 - p[0])
+        urgent = float(unit_urgent[best])
         if self.pool_top > 1 and len(parts) >= max(self.pool_min_units, self.pool_top):
             urgent = float(np.sort(unit_urgent)[-self.pool_top :].mean())
         scores = {label: float(p[i]) for i, label in enumerate(LABELS) if label != "none"}

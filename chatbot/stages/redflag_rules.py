@@ -92,10 +92,8 @@ FIRM: frozenset[str] = frozenset(
 UNLESS: dict[tuple[str, int], tuple[str, ...]] = {
     ("bleeding_in_pregnancy", 1): ("POSTPARTUM", "AFTER_BIRTH"),
     ("feverish_or_floppy_newborn", 1): ("OLDER_BABY",),  # "my 9 month old has a temp of 38.3" (session 27)
-    ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),
-    ("child_took_medicine", 0): (
-        "LONG_AGO",
-    ),  # a past scare, told as over (session 27)  # "il mio bimbo ha 11 mesi e non mangia niente" (session 27)
+    ("feverish_or_floppy_newborn", 4): ("OLDER_BABY",),  # "il mio bimbo ha 11 mesi e non mangia niente" (session 27)
+    ("child_took_medicine", 0): ("LONG_AGO",),  # a past scare, told as over (session 27)
 }
 
 _LEXICON = Lexicon(w for terms in CONCEPTS.values() for term in terms for w in term.split())

@@ -151,22 +151,18 @@ def _number(token: str) -> float | None:
         return None
 
 
+# Number patterns that are a range [low, high): weeks of pregnancy (#lt37, #lt20), a small child's age in years (#lt6)
+_NUMBER_RANGES: dict[str, tuple[float, float]] = {"#lt37": (4, 37), "#lt20": (1, 20), "#lt6": (1, 6)}
+
+
 def _word_matches(lexicon: Lexicon, pattern: str, token: str) -> bool:
     for alt in pattern.split("|"):
         if alt == "#num":
             if _number(token) is not None:
                 return True
-        elif alt == "#lt37":
-            value = _number(token)
-            if value is not None and 4 <= value < 37:
-                return True
-        elif alt == "#lt20":
-            value = _number(token)
-            if value is not None and 1 <= value < 20:
-                return True
-        elif alt == "#lt6":  # a small child's age in years ("my 2 year old", "ha 3 anni")
-            value = _number(token)
-            if value is not None and 1 <= value < 6:
+        elif alt in _NUMBER_RANGES:
+            value, (low, high) = _number(token), _NUMBER_RANGES[alt]
+            if value is not None and low <= value < high:
                 return True
         elif alt == "#temp":  # a temperature reading: a decimal number of fever (38.3, 38,5)
             value = _number(token)
