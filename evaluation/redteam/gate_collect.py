@@ -70,7 +70,7 @@ def collect(rows: list[dict[str, Any]], out: Path, data_dir: Path, log=print) ->
             result = run_pipeline(chosen.pipeline, query, services)
             gate_result(result, services)
             result.top = without_urgent_fillers(result, services)
-            relevant, trace = gate(query, result, services, lang.language, positive=chosen.positive)
+            relevant, trace = gate(query, result, services, lang.language, positive=chosen.positive, memory=False)
             feats = trace.get("features")  # what the gate read (rounded to 4 decimals), None without the classifier
             other = None
             if result.top and hasattr(services.dense, "other_language"):
@@ -257,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reverse", action="store_true", help="collect the last sets first (a second process)")
     parser.add_argument("--skip", type=Path, default=None, help="rows already collected by another process")
     parser.add_argument("--language", choices=("en", "it"), default=None, help="collect this language's rows only")
+    parser.add_argument("--later-sets", action="store_true", help="the gate sets spent since session 15 too")
     parser.add_argument(
         "--like", type=Path, default=None, help="collect only the (source, id) rows of this rows file (same units)"
     )
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = args.data_dir or default_data_dir()
     ensure_demo_index(data_dir, log)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(dev_rows(), key=_order, reverse=args.reverse)
+    rows = sorted(dev_rows(later=args.later_sets), key=_order, reverse=args.reverse)
     if args.language:
         rows = [r for r in rows if r["language"] == args.language]
     if args.sources:

@@ -52,6 +52,10 @@ HELDOUT_V3 = Path(str(files("evaluation.redteam") / "gate_heldout_v3.jsonl"))  #
 HELDOUT_V4 = Path(str(files("evaluation.redteam") / "gate_heldout_v4.jsonl"))  # scored once in session 10: dev now
 # scored once in sessions 11-14, dev now (first fitted on in session 15)
 HELDOUT_V5_V8 = tuple(Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (5, 6, 7, 8))
+# scored once in sessions 15-28 and spent, not in the session-11 rows (``dev_rows(later=True)`` adds them)
+LATER_GATE_SETS = tuple(
+    Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (9, 10, 11, 13, 14, 15, 16)
+)
 REPO = Path(__file__).resolve().parents[2]
 REPLY_SETS = REPO / "evaluation" / "replies"  # every question has a card that answers it: in scope
 EXCLUSION_SETS = REPO / "evaluation" / "data"  # exclusions_cards_*.jsonl: the positive part is answerable
@@ -63,10 +67,21 @@ RECALL_TARGET = 0.92
 BA_SLACK = 0.01
 
 
-def dev_rows() -> list[dict[str, Any]]:
-    """{id, text, language, in_scope, source} of every dev question (MEDIQA's text is never written out)."""
+def dev_rows(later: bool = False) -> list[dict[str, Any]]:
+    """{id, text, language, in_scope, source} of every dev question (MEDIQA's text is never written out);
+    ``later``: the gate sets spent since session 15 too (LATER_GATE_SETS)."""
     rows = []
-    for path in (DEV, GATE_DEV, GATE_DEV_S8, TEST, HELDOUT_V2, HELDOUT_V3, HELDOUT_V4, *HELDOUT_V5_V8):
+    for path in (
+        DEV,
+        GATE_DEV,
+        GATE_DEV_S8,
+        TEST,
+        HELDOUT_V2,
+        HELDOUT_V3,
+        HELDOUT_V4,
+        *HELDOUT_V5_V8,
+        *(LATER_GATE_SETS if later else ()),
+    ):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 r = json.loads(line)
@@ -84,6 +99,7 @@ def dev_rows() -> list[dict[str, Any]]:
                             "language": r["language"],
                             "in_scope": True,
                             "source": prefix + path.name,
+                            "card_ids": [r["card_id"]] if r.get("card_id") else list(r.get("good_card_ids", [])),
                         }
                     )
     for lang, name in (("en", "mediqa"), ("it", "mediqa-it")):
