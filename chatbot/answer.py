@@ -162,16 +162,21 @@ def _answer(
     result = run_pipeline(pipeline, searched, services)
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = without_urgent_fillers(result, services)
-    relevant, safety_trace["relevance"] = gate(searched, result, services, lang.language, positive=chosen.positive)
+    relevant, safety_trace["relevance"] = gate(
+        searched, result, services, lang.language, positive=chosen.positive, asked=query
+    )
     rescued = None  # safety.cross_language_gate: an other-language card may make a refused question answerable
     composer_question = searched  # what the composer reads: the question (with card words), or its English gloss
-    if not relevant and not chosen.excluded and request is None:
+    memory = safety_trace["relevance"].get("memory") or {}  # safety.gate_memory: a labelled question near this one
+    gate_said = memory.get("gate_relevant", relevant)
+    if not gate_said and memory.get("verdict") != "out of scope" and not chosen.excluded and request is None:
         from chatbot.stages.cross_language_gate import second_look_for
 
-        rescued, more = second_look_for(result, services, lang.language, safety_trace["relevance"])
+        judged = {**safety_trace["relevance"], "relevant": False}  # the looks follow the classifier's own refusal
+        rescued, more = second_look_for(result, services, lang.language, judged)
         safety_trace["relevance"].update(more)
-        relevant = rescued is not None
-        if not relevant:  # safety.gloss_second_look: the English cards, searched with the question's English gloss
+        relevant = rescued is not None or memory.get("verdict") == "in scope"
+        if rescued is None:  # safety.gloss_second_look: the English cards, searched with the question's English gloss
             from chatbot.stages.gloss_look import gloss_look
 
             glossed, more, glossed_content = gloss_look(query, lang.language, pipeline, services)

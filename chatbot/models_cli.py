@@ -166,6 +166,11 @@ def list_models() -> list[dict[str, Any]]:
         name = f"personal-diagnosis request model (safety.diagnosis_model={settings.safety.diagnosis_model})"
         source = "hashed n-gram logistic head trained by `python -m chatbot.training.diagnosis_request` on our own text"
         out.append(_model_entry(name, dr, "weights.npz", source))
+    gm = shipped_model("relevance_gate") / "memory"
+    if (gm / "memory.npz").is_file():
+        name = f"relevance gate memory of labelled questions (safety.gate_memory={settings.safety.gate_memory})"
+        source = "raw e5-onnx vectors of the spent dev questions, `python -m evaluation.redteam.gate_memory_fit`"
+        out.append(_model_entry(name, gm, "memory.npz", source))
     ak = shipped_model("asked_kind")
     if (ak / "weights.npz").is_file():
         name = f"asked-kind head of the reply composer (compose.asked_kind={settings.compose.asked_kind})"

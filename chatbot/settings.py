@@ -1019,6 +1019,12 @@ class SafetySettings(_Group):
         default=resources.shipped_model("relevance_gate") / "gate.json",
         description="The classifier gate's coefficients per embedder (python -m evaluation.redteam.gate_fit).",
     )
+    gate_memory: str = Field(
+        default="shipped",
+        description="Labelled questions (chatbot.stages.gate_memory): the nearest one's label decides within cosine "
+        "tau, else the classifier. Fresh gate sets: refusal precision en 0.957 -> 1.0, it 0.875 -> 1.0, it recall "
+        "0.70 -> 0.84 (relevance-gate-s28.md). shipped, a folder, or none. Rebuild it for another library.",
+    )
     min_relevance_cross_encoder: float = Field(
         default=0.3448,
         description="With relevance_score=cross-encoder: no certified information below this score (0-1); 0.3448 "

@@ -26,7 +26,13 @@ class NamedEmbedder:
 
 
 class FakeServices:
-    def __init__(self, settings, cross_encoder=None, embedder=None):
+    """``memory``: keep safety.gate_memory as set (its embedder must embed); otherwise the gate alone is tested."""
+
+    def __init__(self, settings, cross_encoder=None, embedder=None, memory=False):
+        if not memory and settings.safety.gate_memory != "none":
+            settings = settings.model_copy(
+                update={"safety": settings.safety.model_copy(update={"gate_memory": "none"})}
+            )
         self.settings = settings
         self.cross_encoder = cross_encoder
         self.embedder = embedder or NamedEmbedder()

@@ -135,3 +135,22 @@ def test_a_question_searched_in_the_cards_words_says_which_words_were_read_as_wh
     assert line in md
     assert md.index("**Reply:**") < md.index(line) < md.index("**Answer taken:**")
     assert "cards' words" not in detail_markdown(_turn({"safety": {"patient_words": None}}))
+
+
+def test_a_relevance_decided_by_a_labelled_question_names_it_and_what_the_classifier_said():
+    memory = {
+        "verdict": "in scope",
+        "nearest_in_scope": 0.9969,
+        "nearest_out_of_scope": 0.8656,
+        "tau": 0.9,
+        "nearest": [{"id": "replies/heldout-v10.jsonl:rep10-en-26", "in_scope": True, "cosine": 0.9969}],
+        "gate_relevant": False,
+    }
+    md = detail_markdown(_turn({"safety": {"relevance": {"memory": memory}}}))
+    line = (
+        "**Relevance decided by a labelled question:** in scope, like `replies/heldout-v10.jsonl:rep10-en-26` "
+        "(labelled in scope, cosine 0.997 ≥ 0.90); the classifier alone refused"
+    )
+    assert line in md and md.index("**Reply:**") < md.index(line) < md.index("**Links:**")
+    abstained = {"safety": {"relevance": {"memory": {**memory, "verdict": None}}}}
+    assert "labelled question" not in detail_markdown(_turn(abstained))

@@ -111,6 +111,22 @@ def patient_words_line(trace: dict[str, Any]) -> str | None:
     return f"**Searched in the cards' words:** {read}: check that the linked cards answer what was asked"
 
 
+def gate_memory_line(trace: dict[str, Any]) -> str | None:
+    """When the relevance gate's memory of labelled questions decided (safety.gate_memory): the verdict, the nearest
+    labelled question and what the classifier alone said, so a clinician can flag a label that does not fit; None
+    when it abstained or was off."""
+    memory = ((trace.get("safety") or {}).get("relevance") or {}).get("memory") or {}
+    if not memory.get("verdict"):
+        return None
+    near = (memory.get("nearest") or [{}])[0]
+    alone = "answered" if memory.get("gate_relevant") else "refused"
+    return (
+        f"**Relevance decided by a labelled question:** {memory['verdict']}, like `{near.get('id', '?')}` (labelled "
+        f"{'in' if near.get('in_scope') else 'out of'} scope, cosine {near.get('cosine', 0):.3f} ≥ "
+        f"{memory.get('tau', 0):.2f}); the classifier alone {alone}"
+    )
+
+
 def detail_markdown(turn: dict[str, Any]) -> str:
     links = (
         "\n".join(
@@ -138,6 +154,9 @@ def detail_markdown(turn: dict[str, Any]) -> str:
     glossed = gloss_line(trace) or patient_words_line(trace)
     if glossed:
         lines.insert(4, glossed)
+    labelled = gate_memory_line(trace)
+    if labelled:
+        lines.insert(4, labelled)
     if memory.get("approval_id"):
         lines.append(
             f"**Memory:** hit={memory.get('hit')} similarity={memory.get('similarity')} "

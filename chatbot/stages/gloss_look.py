@@ -44,7 +44,7 @@ def gloss_look(
     if first is None or first.language != target or first.doc_id in urgent_card_ids(safety.urgent_cards):
         reason = "no link" if first is None else f"first link {first.doc_id} is not a {target} card for answers"
         return None, {"gloss": {**trace, "first": None if first is None else first.doc_id, "reason": reason}}, None
-    _, judged = gate(glossed.text, result, services, target)
+    _, judged = gate(glossed.text, result, services, target, memory=False)  # min_probability is on the gate's own P
     p = judged.get("probability")  # None: no classifier gate in force, so no second look
     relevant = p is not None and p >= safety.gloss_min_probability
     trace.update(first=first.doc_id, probability=p, threshold=safety.gloss_min_probability, relevant=relevant)

@@ -94,12 +94,19 @@ def gate_key(settings: Any, language: str | None = None, embedder: Any = None) -
 
 
 def gate(
-    question: str, result: RetrievalResult, services: Services, language: str = "en", positive: str | None = None
+    question: str,
+    result: RetrievalResult,
+    services: Services,
+    language: str = "en",
+    positive: str | None = None,
+    asked: str | None = None,
+    memory: bool = True,
 ) -> tuple[bool, dict[str, Any]]:
     """(relevant, trace) for one answer: safety.relevance_gate=classifier decides on the features of
     chatbot.stages.relevance_gate (an embedder without a fitted classifier falls back to the threshold, and the
-    trace says so); threshold: ``relevance`` against its threshold. The trace keeps the threshold's view
-    (score, scorer, threshold) beside the classifier's (probability, features)."""
+    trace says so), its P stacked with the labelled questions nearest to ``asked`` (the patient's words; default
+    ``question``) when safety.gate_memory is on and ``memory``; threshold: ``relevance`` against its threshold. The
+    trace keeps the threshold's view (score, scorer, threshold) beside the classifier's (probability, features)."""
     from chatbot.stages.relevance_gate import describe, load_gate
 
     safety = services.settings.safety
@@ -130,7 +137,7 @@ def gate(
     p = model.probability(features)
     threshold_p = model.threshold_for(features)
     relevant = p >= threshold_p
-    return relevant, {
+    out = {
         **trace,
         "gate": "classifier",
         "gate_model": key,
@@ -138,6 +145,30 @@ def gate(
         "probability_threshold": threshold_p,
         "relevant": relevant,
     }
+    documents = {h.segment.doc_id for h in result.ranked}
+    judged = memory_judgement(asked or question, services, documents) if memory else None
+    if judged is not None:
+        out["memory"] = {**judged[1], "gate_relevant": relevant}
+        if judged[0] is not None:
+            relevant = out["relevant"] = judged[0]
+    return relevant, out
+
+
+def memory_judgement(
+    text: str, services: Services, documents: set[str] | None = None
+) -> tuple[bool | None, dict[str, Any]] | None:
+    """chatbot.stages.gate_memory's verdict on one question (True / False / None: the gate decides) and its trace,
+    or None when safety.gate_memory is off or built for another embedder. ``documents``: the retrieved documents
+    (an in-scope labelled question counts only when one of its cards is among them)."""
+    from chatbot.stages.gate_memory import memory_in_force
+
+    memory = memory_in_force(services.settings)
+    if memory is None:
+        return None
+    name = getattr(services.embedder, "name", None)
+    if name != memory.embedder_name:  # vectors of another build are not comparable: the classifier decides
+        return None, {"verdict": None, "note": f"built with {memory.embedder_name} vectors, the embedder is {name}"}
+    return memory.verdict(memory.neighbours(services.embedder.embed_queries([text])[0]), documents)
 
 
 _LEXICONS: dict[int, tuple[Any, Any]] = {}

@@ -38,7 +38,7 @@ def collect(paths: Sequence[Path], language: str, out: Path) -> int:
                     continue
                 result = run_pipeline(services.settings.retrieval.pipeline, item["text"], services)
                 result.top = without_urgent_fillers(result, services)
-                relevant, trace = gate(item["text"], result, services, language)
+                relevant, trace = gate(item["text"], result, services, language, memory=False)
                 other = next(iter(services.dense.other_language(item["text"], language, 1)), None)
                 row = {
                     "file": path.name,
