@@ -12,10 +12,10 @@ question, its label decides:
     otherwise                                                            -> the classifier gate decides
 
 An in-scope labelled question counts only when one of the cards its set names is among the new question's retrieved
-documents (a withdrawn card lends no label). ``tau`` was chosen leave-one-set-out on the labelled sets (``python -m evaluation.redteam.gate_memory_fit``): each set
-judged by the labels of the others, written by other people. The memory knows the topics of the cards it was
-labelled on: rebuild it when the library changes (the model card says how); the trace names the nearest labelled
-questions, so a clinician sees why."""
+documents (a withdrawn card lends no label). ``tau`` was chosen leave-one-set-out on the labelled sets
+(``python -m evaluation.redteam.gate_memory_fit``): each set judged by the labels of the others, written by other
+people. The memory knows the topics of the cards it was labelled on: rebuild it when the library changes (the model
+card says how); the trace names the nearest labelled questions, so a clinician sees why."""
 
 from __future__ import annotations
 
