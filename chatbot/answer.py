@@ -279,6 +279,13 @@ def _answer(
     # retrieval.gloss_english_order: which English card an Italian question's English answer comes from
     glossed = gloss_text(query, reply_lang)  # an Italian question's English gloss, glossed once for both searches
     order = gloss_order_for(services, glossed, reply_lang, bool(chosen.excluded), composer_question == searched)
+    remembered = None  # retrieval.card_memory: the card that answered the nearest labelled question
+    if rescued is None and not chosen.excluded and services.settings.retrieval.card_memory:
+        from chatbot.stages.card_memory import card_memory_for
+
+        remembered, picked = card_memory_for(query, result, services)
+        safety_trace.update(picked)
+        rescued = remembered
     if order is not None and rescued is None and result.top:
         result.top, ordered = order(result.top)
         if ordered is not None:
@@ -292,7 +299,7 @@ def _answer(
         asked = chosen.positive if chosen.excluded and chosen.positive else query
         rescued, picked = pick_for(result, services, reply_lang, asked, chosen.not_terms)
         safety_trace.update(picked)
-    if order is not None and rescued is not None and "gloss_order" not in safety_trace:
+    if order is not None and rescued is not None and remembered is None and "gloss_order" not in safety_trace:
         reordered, ordered = order([rescued])  # a picked or second-look English card: which English card
         if ordered is not None:
             rescued, safety_trace["gloss_order"] = reordered[0], ordered

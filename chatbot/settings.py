@@ -220,6 +220,19 @@ class RetrievalSettings(_Group):
         "words appended ('first jabs' + 'vaccines'; chatbot.patient_words). Fresh gate set: 36 -> 42 of 45 in scope "
         "answered, out of scope unchanged; fresh replies 0/1 (patient-words-s22.md). Off: as typed.",
     )
+    card_memory: bool = Field(
+        default=True,
+        description="Link first (and answer from) the card of the nearest labelled question within card_memory_tau "
+        "when it was retrieved but not linked first (chatbot.stages.card_memory; card-memory-s28.md). Off: as "
+        "retrieved. Needs safety.gate_memory.",
+    )
+    card_memory_tau: float = Field(
+        default=0.93,
+        gt=0.0,
+        le=1.0,
+        description="Cosine (raw e5) a labelled question must reach for card_memory. Spent reply sets: at >= 0.93 its "
+        "card answered 93-99% of questions (first link 71-90%); lower reaches more questions, less surely.",
+    )
     answer_pool: dict[str, float] = Field(
         default={"it": 0.02},
         description="{question language: delta}: the best other-language candidate within delta of the lowest "

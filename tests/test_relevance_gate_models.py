@@ -217,3 +217,25 @@ def answer_with(services, question: str, **retrieval) -> dict:
         return answer(question, services)
     finally:
         services.settings.retrieval = before
+
+
+def test_a_question_asked_before_is_answered_from_the_card_its_labelled_neighbour_names(services):
+    """retrieval.card_memory: a labelled Italian question about the nursery's temperature (cosine >= 0.93) was
+    answered by the English safe-sleep card; retrieved fourth, that card is linked first and answers (with the
+    "no certified information in Italian" note); off, the first link is another card (card-memory-s28.md)."""
+    from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
+
+    question = "che temperatura deve esserci nella cameretta del neonato?"
+    ans = ask(services, question)
+    picked = ans["trace"]["safety"]["card_memory"]
+    assert (picked["picked"], picked["cards"]) == ("en-baby-safe-sleep-sids", ["en-baby-safe-sleep-sids"])
+    assert picked["cosine"] >= picked["tau"] == 0.93 and picked["rank"] > 1
+    assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-safe-sleep-sids"
+    assert ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
+    services.settings.retrieval.card_memory = False
+    try:
+        off = ask(services, question)
+    finally:
+        services.settings.retrieval.card_memory = True
+    assert "card_memory" not in off["trace"]["safety"]
+    assert off["links"][0]["segment_id"].split("#")[0] != "en-baby-safe-sleep-sids"

@@ -1,0 +1,66 @@
+"""Which card answers, by the labelled questions (chatbot.stages.card_memory): the nearest in-scope labelled question
+with named cards, within tau, brings its card first when it was retrieved below the first link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chatbot.index import Hit
+from chatbot.stages.card_memory import card_memory_pick
+from chatbot.stages.gate_memory import parse_memory
+from tests.segments import seg
+
+
+def _memory(tmp_path: Path):
+    arrays = {
+        "vectors": np.eye(4),
+        "in_scope": np.array([True, True, False, True]),
+        "ids": np.array(["s1:a", "s2:b", "s3:out", "s4:unnamed"]),
+        "cards": np.array(["card-a", "card-b|card-b2", "", ""]),
+    }
+    return parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, arrays, str(tmp_path))
+
+
+def _ranked(*docs: str) -> list[Hit]:
+    return [Hit(seg(d, f"text of {d}"), 1.0 - 0.1 * i, {}) for i, d in enumerate(docs)]
+
+
+def test_the_nearest_labelled_questions_card_is_brought_first_from_where_it_was_ranked(tmp_path: Path) -> None:
+    memory = _memory(tmp_path)
+    ranked = _ranked("card-x", "card-y", "card-b2")
+    hit, trace = card_memory_pick(np.array([0.5, 0.95, 0.99, 0.99]), memory, ranked, 0.93)
+    # the out-of-scope s3 and the cardless s4 are nearer, but only an in-scope question with named cards counts
+    assert hit is ranked[2]
+    assert trace == {
+        "card_memory": {
+            "id": "s2:b",
+            "cosine": 0.95,
+            "cards": ["card-b", "card-b2"],
+            "tau": 0.93,
+            "picked": "card-b2",
+            "rank": 3,
+        }  # fmt: skip
+    }
+
+
+@pytest.mark.parametrize(
+    ("cosines", "docs", "reason"),
+    [
+        ([0.95, 0.2, 0.2, 0.2], ("card-a", "card-y"), "linked first already"),
+        ([0.95, 0.2, 0.2, 0.2], ("card-x", "card-y"), "not retrieved"),  # a withdrawn card is never brought back
+    ],
+)
+def test_nothing_moves_when_the_card_leads_already_or_was_not_retrieved(
+    tmp_path: Path, cosines: list[float], docs: tuple[str, ...], reason: str
+) -> None:
+    hit, trace = card_memory_pick(np.array(cosines), _memory(tmp_path), _ranked(*docs), 0.93)
+    assert hit is None and (trace["card_memory"]["picked"], trace["card_memory"]["reason"]) == (None, reason)
+
+
+def test_below_tau_or_without_documents_there_is_no_trace(tmp_path: Path) -> None:
+    memory = _memory(tmp_path)
+    assert card_memory_pick(np.array([0.92, 0.1, 0.1, 0.1]), memory, _ranked("card-x", "card-a"), 0.93) == (None, {})
+    assert card_memory_pick(np.array([0.99, 0.1, 0.1, 0.1]), memory, [], 0.93) == (None, {})
