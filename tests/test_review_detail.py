@@ -154,3 +154,16 @@ def test_a_relevance_decided_by_a_labelled_question_names_it_and_what_the_classi
     assert line in md and md.index("**Reply:**") < md.index(line) < md.index("**Links:**")
     abstained = {"safety": {"relevance": {"memory": {**memory, "verdict": None}}}}
     assert "labelled question" not in detail_markdown(_turn(abstained))
+
+
+def test_a_card_chosen_by_a_labelled_question_names_the_card_the_question_and_its_rank():
+    picked = {"id": "replies/heldout-v3.jsonl:rep3-it-07", "cosine": 0.9766, "cards": ["en-baby-safe-sleep-sids"],
+              "tau": 0.93, "picked": "en-baby-safe-sleep-sids", "rank": 4}  # fmt: skip
+    md = detail_markdown(_turn({"safety": {"card_memory": picked}}))
+    line = (
+        "**Card chosen by a labelled question:** `en-baby-safe-sleep-sids`, the card of "
+        "`replies/heldout-v3.jsonl:rep3-it-07` (cosine 0.977 ≥ 0.93); retrieval had ranked it 4"
+    )
+    assert line in md and md.index("**Reply:**") < md.index(line) < md.index("**Links:**")
+    kept = {**picked, "picked": None, "reason": "linked first already"}
+    assert "labelled question" not in detail_markdown(_turn({"safety": {"card_memory": kept}}))

@@ -127,6 +127,18 @@ def gate_memory_line(trace: dict[str, Any]) -> str | None:
     )
 
 
+def card_memory_line(trace: dict[str, Any]) -> str | None:
+    """When the card of the nearest labelled question was linked first (retrieval.card_memory): which card, the
+    labelled question and where retrieval had ranked the card; None otherwise."""
+    picked = (trace.get("safety") or {}).get("card_memory") or {}
+    if not picked.get("picked"):
+        return None
+    return (
+        f"**Card chosen by a labelled question:** `{picked['picked']}`, the card of `{picked.get('id', '?')}` (cosine "
+        f"{picked.get('cosine', 0):.3f} ≥ {picked.get('tau', 0):.2f}); retrieval had ranked it {picked.get('rank')}"
+    )
+
+
 def detail_markdown(turn: dict[str, Any]) -> str:
     links = (
         "\n".join(
@@ -154,9 +166,9 @@ def detail_markdown(turn: dict[str, Any]) -> str:
     glossed = gloss_line(trace) or patient_words_line(trace)
     if glossed:
         lines.insert(4, glossed)
-    labelled = gate_memory_line(trace)
-    if labelled:
-        lines.insert(4, labelled)
+    for labelled in (card_memory_line(trace), gate_memory_line(trace)):
+        if labelled:
+            lines.insert(4, labelled)
     if memory.get("approval_id"):
         lines.append(
             f"**Memory:** hit={memory.get('hit')} similarity={memory.get('similarity')} "
