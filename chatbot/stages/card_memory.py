@@ -23,10 +23,9 @@ def card_memory_pick(
     """(the ranked document to link first, or None; the trace) for one question's cosines to the memory. Nothing
     moves when no in-scope question with named cards is within ``tau``, when the first ranked document is one of
     its cards already, or when none of them was retrieved (a withdrawn card is never brought back)."""
-    named = memory.in_scope & np.array([bool(c) for c in memory.cards])
-    if not named.any() or not ranked:
+    if not memory.named.any() or not ranked:
         return None, {}
-    j = int(np.argmax(np.where(named, cosines, -2.0)))
+    j = int(np.argmax(np.where(memory.named, cosines, -2.0)))
     cosine = float(cosines[j])
     if cosine < tau:
         return None, {}
@@ -34,21 +33,20 @@ def card_memory_pick(
     trace: dict[str, Any] = {"id": memory.ids[j], "cosine": round(cosine, 4), "cards": sorted(cards), "tau": tau}
     if ranked[0].segment.doc_id in cards:
         return None, {"card_memory": {**trace, "picked": None, "reason": "linked first already"}}
-    hit = next((h for h in ranked if h.segment.doc_id in cards), None)
-    if hit is None:
-        return None, {"card_memory": {**trace, "picked": None, "reason": "not retrieved"}}
-    rank = next(i for i, h in enumerate(ranked) if h is hit) + 1
-    return hit, {"card_memory": {**trace, "picked": hit.segment.doc_id, "rank": rank}}
+    for rank, hit in enumerate(ranked, 1):
+        if hit.segment.doc_id in cards:
+            return hit, {"card_memory": {**trace, "picked": hit.segment.doc_id, "rank": rank}}
+    return None, {"card_memory": {**trace, "picked": None, "reason": "not retrieved"}}
 
 
 def card_memory_for(question: str, result: Any, services: Any) -> tuple[Hit | None, dict[str, Any]]:
     """retrieval.card_memory for one answer (``result``: its RetrievalResult): the ranked document to answer from
     and link first, or None, and the trace entry; nothing without the gate's memory in force for the services'
     embedder (safety.gate_memory)."""
-    from chatbot.stages.gate_memory import memory_in_force
+    from chatbot.stages.gate_memory import memory_for
 
-    memory = memory_in_force(services.settings)
-    if memory is None or getattr(services.embedder, "name", None) != memory.embedder_name:
+    memory, _ = memory_for(services.settings, services.embedder)
+    if memory is None:
         return None, {}
     cosines = memory.neighbours(services.embedder.embed_queries([question])[0])
     return card_memory_pick(cosines, memory, result.ranked, services.settings.retrieval.card_memory_tau)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,11 @@ class GateMemory:
     embedder: str  # the embedding.model its vectors come from; another embedder's questions are not compared
     embedder_name: str  # that embedder's build (Embedder.name): a question embedded by another is not compared
     source: str
+
+    @cached_property
+    def named(self) -> np.ndarray:
+        """(n,) bool: in-scope questions whose set names the cards that answer them."""
+        return self.in_scope & np.array([bool(c) for c in self.cards])
 
     def neighbours(self, vector: np.ndarray) -> np.ndarray:
         """Cosines of ``vector`` (any norm) to every labelled question."""
@@ -102,6 +107,18 @@ def memory_in_force(settings: Any) -> GateMemory | None:
         return None
     memory = load_memory(str(folder))
     return memory if memory.embedder == settings.embedding.model else None
+
+
+def memory_for(settings: Any, embedder: Any) -> tuple[GateMemory | None, str | None]:
+    """``memory_in_force`` for questions embedded by ``embedder``: (the memory, None), or (None, why) when it was
+    built with another build's vectors (they are not comparable), or (None, None) when it is off."""
+    memory = memory_in_force(settings)
+    if memory is None:
+        return None, None
+    name = getattr(embedder, "name", None)
+    if name != memory.embedder_name:
+        return None, f"built with {memory.embedder_name} vectors, the embedder is {name}"
+    return memory, None
 
 
 def memory_dir(setting: str) -> Path | None:

@@ -104,9 +104,10 @@ def gate(
 ) -> tuple[bool, dict[str, Any]]:
     """(relevant, trace) for one answer: safety.relevance_gate=classifier decides on the features of
     chatbot.stages.relevance_gate (an embedder without a fitted classifier falls back to the threshold, and the
-    trace says so), its P stacked with the labelled questions nearest to ``asked`` (the patient's words; default
-    ``question``) when safety.gate_memory is on and ``memory``; threshold: ``relevance`` against its threshold. The
-    trace keeps the threshold's view (score, scorer, threshold) beside the classifier's (probability, features)."""
+    trace says so), overruled by the label of a labelled question near ``asked`` (the patient's words; default
+    ``question``) when safety.gate_memory is on and ``memory`` (chatbot.stages.gate_memory); threshold: ``relevance``
+    against its threshold. The trace keeps the threshold's view (score, scorer, threshold) beside the classifier's
+    (probability, features) and the memory's (verdict, nearest questions, what the classifier alone said)."""
     from chatbot.stages.relevance_gate import describe, load_gate
 
     safety = services.settings.safety
@@ -160,14 +161,11 @@ def memory_judgement(
     """chatbot.stages.gate_memory's verdict on one question (True / False / None: the gate decides) and its trace,
     or None when safety.gate_memory is off or built for another embedder. ``documents``: the retrieved documents
     (an in-scope labelled question counts only when one of its cards is among them)."""
-    from chatbot.stages.gate_memory import memory_in_force
+    from chatbot.stages.gate_memory import memory_for
 
-    memory = memory_in_force(services.settings)
-    if memory is None:
-        return None
-    name = getattr(services.embedder, "name", None)
-    if name != memory.embedder_name:  # vectors of another build are not comparable: the classifier decides
-        return None, {"verdict": None, "note": f"built with {memory.embedder_name} vectors, the embedder is {name}"}
+    memory, why_not = memory_for(services.settings, services.embedder)
+    if memory is None:  # off, or built with another build's vectors (then the classifier decides, and says why)
+        return None if why_not is None else (None, {"verdict": None, "note": why_not})
     return memory.verdict(memory.neighbours(services.embedder.embed_queries([text])[0]), documents)
 
 

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             "tau": tau,
             "questions": {"in_scope": int(y.sum()), "out_of_scope": int((~y).sum())},
             "sets": sorted({r["group"] for r in rows}),
-            "leave_one_set_out": [{k: v for k, v in e.items()} for e in entries],
+            "leave_one_set_out": entries,
             "command": command,
         }
         args.ship.mkdir(parents=True, exist_ok=True)
