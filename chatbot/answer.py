@@ -280,12 +280,19 @@ def _answer(
     glossed = gloss_text(query, reply_lang)  # an Italian question's English gloss, glossed once for both searches
     order = gloss_order_for(services, glossed, reply_lang, bool(chosen.excluded), composer_question == searched)
     remembered = None  # retrieval.card_memory: the card that answered the nearest labelled question
-    if rescued is None and not chosen.excluded and services.settings.retrieval.card_memory:
+    over_looks = services.settings.retrieval.card_memory_over_looks
+    if (rescued is None or over_looks) and not chosen.excluded and services.settings.retrieval.card_memory:
         from chatbot.stages.card_memory import card_memory_for
 
-        remembered, picked = card_memory_for(query, result, services)
+        looked = rescued.segment.doc_id if rescued is not None else None
+        remembered, picked = card_memory_for(query, result, services, looked)
         safety_trace.update(picked)
-        rescued = remembered
+        if remembered is not None:
+            if looked is not None:
+                safety_trace["card_memory"]["over_look"] = looked
+            if (remembered.segment.language or lang.language) == lang.language:
+                composer_question = searched  # a gloss look's English gloss does not read the patient's-language card
+            rescued = remembered
     if order is not None and rescued is None and result.top:
         result.top, ordered = order(result.top)
         if ordered is not None:

@@ -233,6 +233,17 @@ class RetrievalSettings(_Group):
         description="Cosine (raw e5) a labelled question must reach for card_memory. Spent reply sets: at >= 0.93 its "
         "card answered 93-99% of questions (first link 71-90%); lower reaches more questions, less surely.",
     )
+    card_memory_fetch: bool = Field(
+        default=False,
+        description="card_memory also brings its card when retrieval did not find it (read through the content gate; "
+        "never an urgent card). Spent r32: 3 Italian questions' English cards were never retrieved. Off: only a "
+        "retrieved card moves.",
+    )
+    card_memory_over_looks: bool = Field(
+        default=False,
+        description="card_memory also replaces the document a second look (other-language card, English gloss) chose "
+        "for a question the classifier gate refused. Off: a second look's document answers as before.",
+    )
     answer_pool: dict[str, float] = Field(
         default={"it": 0.02},
         description="{question language: delta}: the best other-language candidate within delta of the lowest "

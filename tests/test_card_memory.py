@@ -64,3 +64,56 @@ def test_below_tau_or_without_documents_there_is_no_trace(tmp_path: Path) -> Non
     memory = _memory(tmp_path)
     assert card_memory_pick(np.array([0.92, 0.1, 0.1, 0.1]), memory, _ranked("card-x", "card-a"), 0.93) == (None, {})
     assert card_memory_pick(np.array([0.99, 0.1, 0.1, 0.1]), memory, [], 0.93) == (None, {})
+
+
+def test_a_card_retrieval_did_not_find_is_brought_only_through_fetch(tmp_path: Path) -> None:
+    memory = _memory(tmp_path)
+    ranked = _ranked("card-x", "card-y")
+    fetched = Hit(seg("card-b2", "text of card-b2"), 0.0, {"card_memory": 1.0})
+    seen: list[str] = []
+
+    def fetch(card: str) -> Hit | None:
+        seen.append(card)
+        return fetched if card == "card-b2" else None  # card-b is not readable (withdrawn)
+
+    hit, trace = card_memory_pick(np.array([0.2, 0.96, 0.1, 0.1]), memory, ranked, 0.93, fetch=fetch)
+    assert hit is fetched and seen == ["card-b", "card-b2"]
+    assert trace["card_memory"] == {
+        "id": "s2:b",
+        "cosine": 0.96,
+        "cards": ["card-b", "card-b2"],
+        "tau": 0.93,
+        "picked": "card-b2",
+        "rank": None,
+        "fetched": True,
+    }
+    hit, trace = card_memory_pick(np.array([0.2, 0.96, 0.1, 0.1]), memory, ranked, 0.93, fetch=lambda card: None)
+    assert hit is None and trace["card_memory"]["reason"] == "not retrieved, not readable"
+
+
+def test_a_second_looks_document_counts_as_the_first_link(tmp_path: Path) -> None:
+    memory = _memory(tmp_path)
+    ranked = _ranked("card-x", "card-a")
+    hit, trace = card_memory_pick(np.array([0.95, 0.1, 0.1, 0.1]), memory, ranked, 0.93, first="card-a")
+    assert hit is None and trace["card_memory"]["reason"] == "linked first already"
+    hit, trace = card_memory_pick(np.array([0.95, 0.1, 0.1, 0.1]), memory, ranked, 0.93, first="card-y")
+    assert hit is ranked[1] and trace["card_memory"]["rank"] == 2
+
+
+def test_readable_card_never_brings_an_urgent_card_or_one_without_readable_segments() -> None:
+    from types import SimpleNamespace
+
+    from chatbot.stages.card_memory import readable_card
+    from chatbot.stages.redflags import DEMO_CORPUS, urgent_card_ids
+
+    urgent = sorted(urgent_card_ids(DEMO_CORPUS))[0]
+    library = {"card-a": [seg("card-a", "first"), seg("card-a", "second")], urgent: [seg(urgent, "call now")]}
+    services = SimpleNamespace(
+        settings=SimpleNamespace(safety=SimpleNamespace(urgent_cards=DEMO_CORPUS)),
+        index=SimpleNamespace(document_segments=lambda doc_id: library.get(doc_id, [])),
+    )
+    fetch = readable_card(services)
+    hit = fetch("card-a")
+    assert hit is not None and hit.segment is library["card-a"][0] and hit.detail == {"card_memory": 1.0}
+    assert fetch(urgent) is None  # the red-flag screen brings urgent cards, never the card memory
+    assert fetch("card-gone") is None  # withdrawn, or not in this library

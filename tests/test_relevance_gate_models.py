@@ -239,3 +239,19 @@ def test_a_question_asked_before_is_answered_from_the_card_its_labelled_neighbou
         services.settings.retrieval.card_memory = True
     assert "card_memory" not in off["trace"]["safety"]
     assert off["links"][0]["segment_id"].split("#")[0] != "en-baby-safe-sleep-sids"
+
+
+def test_the_labelled_neighbours_card_is_fetched_when_retrieval_missed_it(services):
+    """retrieval.card_memory_fetch: engorgement when the milk comes in, asked in Italian; the English card on
+    breastfeeding problems answered a labelled neighbour (cosine >= 0.93) but is not among the retrieved documents.
+    Fetched through the content gate it is linked first; without fetch, the card memory reports it not retrieved."""
+    question = (
+        "ho il seno durissimo e gonfio da quando e arrivata la montata, il bimbo non riesce ad attaccarsi, cosa faccio?"
+    )
+    on = answer_with(services, question, card_memory_fetch=True)
+    picked = on["trace"]["safety"]["card_memory"]
+    assert (picked["picked"], picked["rank"], picked["fetched"]) == ("en-baby-breastfeeding-problems", None, True)
+    assert on["links"][0]["segment_id"].split("#")[0] == "en-baby-breastfeeding-problems"
+    off = answer_with(services, question, card_memory_fetch=False)
+    assert off["trace"]["safety"]["card_memory"]["reason"] == "not retrieved"
+    assert off["links"][0]["segment_id"].split("#")[0] != "en-baby-breastfeeding-problems"

@@ -4,11 +4,16 @@ question is within ``retrieval.card_memory_tau`` (cosine, raw e5) of the patient
 the retrieved documents but not linked first, that card's best passage is linked first and answers (as a
 cross-language pick does). Leave-one-set-out on the spent reply sets, the nearest labelled question's card was the
 answering card for 93-99% of questions with a neighbour at >= 0.93, against 71-90% for today's first link
-(evaluation/results/card-memory-s28.md)."""
+(evaluation/results/card-memory-s28.md).
+
+``retrieval.card_memory_fetch`` also brings the card when retrieval did not find it, read from the index through
+the content gate (a withdrawn or not-yet-current card has no readable segment and is not brought), never an urgent
+card; ``retrieval.card_memory_over_looks`` lets the card replace the document a second look (other-language card,
+English gloss) chose for a question the classifier gate refused."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,12 +23,18 @@ from chatbot.stages.gate_memory import GateMemory
 
 
 def card_memory_pick(
-    cosines: np.ndarray, memory: GateMemory, ranked: Sequence[Hit], tau: float
+    cosines: np.ndarray,
+    memory: GateMemory,
+    ranked: Sequence[Hit],
+    tau: float,
+    first: str | None = None,
+    fetch: Callable[[str], Hit | None] | None = None,
 ) -> tuple[Hit | None, dict[str, Any]]:
-    """(the ranked document to link first, or None; the trace) for one question's cosines to the memory. Nothing
-    moves when no in-scope question with named cards is within ``tau``, when the first ranked document is one of
-    its cards already, or when none of them was retrieved (a withdrawn card is never brought back)."""
-    if not memory.named.any() or not ranked:
+    """(the document to link first, or None; the trace) for one question's cosines to the memory. Nothing moves
+    when no in-scope question with named cards is within ``tau`` or when one of its cards is linked first already
+    (``first``: the document linked first, by default the first ranked one). A card ranked lower is brought from
+    its rank; one not retrieved only through ``fetch(card)`` (None: not readable), else nothing moves."""
+    if not memory.named.any() or not (ranked or fetch):
         return None, {}
     j = int(np.argmax(np.where(memory.named, cosines, -2.0)))
     cosine = float(cosines[j])
@@ -31,22 +42,51 @@ def card_memory_pick(
         return None, {}
     cards = memory.cards[j]
     trace: dict[str, Any] = {"id": memory.ids[j], "cosine": round(cosine, 4), "cards": sorted(cards), "tau": tau}
-    if ranked[0].segment.doc_id in cards:
+    lead = first if first is not None else (ranked[0].segment.doc_id if ranked else None)
+    if lead in cards:
         return None, {"card_memory": {**trace, "picked": None, "reason": "linked first already"}}
     for rank, hit in enumerate(ranked, 1):
         if hit.segment.doc_id in cards:
             return hit, {"card_memory": {**trace, "picked": hit.segment.doc_id, "rank": rank}}
-    return None, {"card_memory": {**trace, "picked": None, "reason": "not retrieved"}}
+    for card in sorted(cards) if fetch is not None else ():
+        hit = fetch(card)
+        if hit is not None:
+            return hit, {"card_memory": {**trace, "picked": card, "rank": None, "fetched": True}}
+    reason = "not retrieved" if fetch is None else "not retrieved, not readable"
+    return None, {"card_memory": {**trace, "picked": None, "reason": reason}}
 
 
-def card_memory_for(question: str, result: Any, services: Any) -> tuple[Hit | None, dict[str, Any]]:
-    """retrieval.card_memory for one answer (``result``: its RetrievalResult): the ranked document to answer from
-    and link first, or None, and the trace entry; nothing without the gate's memory in force for the services'
-    embedder (safety.gate_memory)."""
+def readable_card(services: Any) -> Callable[[str], Hit | None]:
+    """``fetch`` for card_memory_pick: a card's first segment patients may read now (content gate), or None for
+    an urgent card (the red-flag screen brings those) or one with no readable segment (withdrawn, not in this
+    library)."""
+    from chatbot.content_gate import segments_filter
+    from chatbot.stages.redflags import urgent_card_ids
+
+    urgent = urgent_card_ids(services.settings.safety.urgent_cards)
+    segments = segments_filter(services.index.document_segments, services)
+
+    def fetch(card: str) -> Hit | None:
+        if card in urgent:
+            return None
+        found = segments(card)
+        return Hit(found[0], 0.0, {"card_memory": 1.0}) if found else None
+
+    return fetch
+
+
+def card_memory_for(
+    question: str, result: Any, services: Any, first: str | None = None
+) -> tuple[Hit | None, dict[str, Any]]:
+    """retrieval.card_memory for one answer (``result``: its RetrievalResult; ``first``: the document a second look
+    chose, if any): the document to answer from and link first, or None, and the trace entry; nothing without the
+    gate's memory in force for the services' embedder (safety.gate_memory)."""
     from chatbot.stages.gate_memory import memory_for
 
     memory, _ = memory_for(services.settings, services.embedder)
     if memory is None:
         return None, {}
     cosines = memory.neighbours(services.embedder.embed_queries([question])[0])
-    return card_memory_pick(cosines, memory, result.ranked, services.settings.retrieval.card_memory_tau)
+    retrieval = services.settings.retrieval
+    fetch = readable_card(services) if retrieval.card_memory_fetch else None
+    return card_memory_pick(cosines, memory, result.ranked, retrieval.card_memory_tau, first, fetch)
