@@ -242,6 +242,12 @@ def _answer(
 
         readings, gloss_note = gloss_readings(query, reply_lang)
 
+    lead = None  # compose.answer_memory: the labelled neighbour whose key phrase opens the reply
+    if ccfg.answer_memory and not chosen.excluded:
+        from chatbot.stages.answer_memory import answer_lead_for
+
+        lead = answer_lead_for(query, services)
+
     def compose(hits: list[Hit]) -> Any:
         return compose_reply(
             composer_question,  # links, addresses and markup removed: the composer and the LLM never see them
@@ -269,6 +275,7 @@ def _answer(
             readings=readings,
             # a question the red-flag screen found an alarm in: "get help if ..." instructions answer it
             urgent=bool(urgent.get("urgent")),
+            lead=lead,
         )
 
     # retrieval.answer_pool: the best other-language document may join the composer's pool (links only if it answers)

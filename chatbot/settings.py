@@ -915,6 +915,19 @@ class ComposeSettings(_Group):
         "through its English gloss (chatbot.gloss) too, so 'quante volte al giorno' finds 'three times a day'. "
         "Off: only cognates match across languages (evaluation/results/gloss-compose-s22.md).",
     )
+    answer_memory: bool = Field(
+        default=False,
+        description="The answer-first reply opens with the unit of the nearest labelled reply question's card holding "
+        "its key phrase (chatbot.stages.answer_memory; needs safety.gate_memory and answers.json). Off: the "
+        "composer's own ranking picks the answer.",
+    )
+    answer_memory_tau: float = Field(
+        default=0.95,
+        gt=0.0,
+        le=1.0,
+        description="Cosine (raw e5) the labelled reply question must reach for answer_memory. Spent reply sets: at "
+        ">= 0.95 its key-phrase unit held the question's own key phrase for 94-96%; at 0.93-0.95 for 80-84%.",
+    )
     asked_kind: Literal["model", "cues"] = Field(
         default="model",
         description="Extractive: what kind of answer a question asks for (amount, duration, time, reason, action, "

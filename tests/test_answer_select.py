@@ -943,3 +943,34 @@ def test_after_a_red_flag_the_get_help_instruction_opens_whatever_its_words() ->
 
     assert out.text.startswith("Contact a GP or midwife straight away if you cannot keep fluids down")
     assert "unasked_help" not in out.detail["answer"]["parts"]
+
+
+def test_the_answer_memorys_key_phrase_opens_the_reply_from_the_first_link_only() -> None:
+    from chatbot.stages.answer_memory import Lead
+
+    question = "how much green tea can I have?"
+    assert compose(question, TEA_WHY, WINE).text.startswith("Have no more than 4 cups of green tea a day.")
+    lead = Lead("replies/x.jsonl:q1", 0.97, frozenset({"tea"}), ("linked to a lower birth weight",), 0.95)
+    out = compose_answer_first(
+        question,
+        hits(TEA_WHY, WINE),
+        "en",
+        document_segments=lambda doc_id: TEA_DOC if doc_id == "tea" else [WINE],
+        lead=lead,
+    )
+    assert out.text.startswith(
+        "Large amounts have been linked to a lower birth weight because caffeine crosses the placenta."
+    )
+    assert out.detail["answer"]["lead"] == {
+        "id": "replies/x.jsonl:q1",
+        "cosine": 0.97,
+        "cards": ["tea"],
+        "tau": 0.95,
+        "used": True,
+    }
+    # the wine card leads the links: a labelled answer from the tea card does not change what is linked first
+    moved = compose_answer_first(
+        question, hits(WINE, TEA_WHY), "en", document_segments=lambda doc_id: [WINE], lead=lead
+    )
+    assert moved.detail["answer"]["lead"]["used"] is False
+    assert not moved.text.startswith("Large amounts")

@@ -255,3 +255,27 @@ def test_the_labelled_neighbours_card_is_fetched_when_retrieval_missed_it(servic
     off = answer_with(services, question, card_memory_fetch=False)
     assert off["trace"]["safety"]["card_memory"]["reason"] == "not retrieved"
     assert off["links"][0]["segment_id"].split("#")[0] != "en-baby-breastfeeding-problems"
+
+
+def test_a_labelled_neighbours_key_phrase_opens_the_reply(services):
+    """compose.answer_memory: engorgement when the milk comes in; a labelled reply question (cosine >= 0.95) names
+    the breastfeeding-problems card and its key phrase, so the reply opens with the sentence on hand expressing to
+    soften the areola; off, the composer's own pick opens it (cool packs)."""
+    from chatbot.answer import answer
+
+    question = "my breasts went rock hard when my milk came in and the baby cant latch on, what helps?"
+    before = services.settings.compose
+    services.settings.compose = before.model_copy(update={"answer_memory": True})
+    try:
+        on = answer(question, services)
+    finally:
+        services.settings.compose = before
+    off = answer(question, services)
+    assert on["links"] == off["links"]  # what is said changes, never what is linked
+    assert on["links"][0]["segment_id"].split("#")[0] == "en-baby-breastfeeding-problems"
+    lead = on["trace"]["compose"]["attempts"][-1]["answer"]["lead"]
+    assert (lead["cards"], lead["used"], lead["tau"]) == (["en-baby-breastfeeding-problems"], True, 0.95)
+    assert on["reply"].startswith("Feeding often and responsively, and hand expressing a little to soften the areola")
+    assert (
+        not off["reply"].startswith("Feeding often") and "lead" not in off["trace"]["compose"]["attempts"][-1]["answer"]
+    )

@@ -106,12 +106,15 @@ def compose_answer_first(
     kind: str | None = None,
     readings: Mapping[str, str] | None = None,
     urgent: bool = False,
+    lead: Any | None = None,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
     segments of the top one's document (``document_segments(doc_id)``); ``model`` adds a score per unit.
     ``readings``: the question's words per unit language for the shared-word terms (answer_select.reading).
-    ``urgent``: the red-flag screen found an alarm in the question (answer_select.score_units)."""
+    ``urgent``: the red-flag screen found an alarm in the question (answer_select.score_units). ``lead``: a labelled
+    neighbour's cards and key phrases (chatbot.stages.answer_memory.Lead): when the first hit's document is one of
+    its cards, that document's unit holding a key phrase answers (``lead_unit``)."""
     from chatbot.stages.answer_cues import question_type
     from chatbot.stages.answer_select import by_language, join_units, score_units, select_units
 
@@ -148,13 +151,21 @@ def compose_answer_first(
         readings=readings,
         urgent=urgent,
     )
-    if mixed:
+    led = lead_unit(ranked, lead, hits[0].segment.doc_id) if lead is not None and hits else None
+    if mixed and led is not None:  # the labelled answer decides the language
+        ranked = [u for u in ranked if u.language == led.language]
+        if led.language != language:
+            note = OTHER_LANGUAGE_NOTE[language]
+        use = [h for h in hits if (h.segment.language or "") == led.language]
+    elif mixed:
         # the language is decided on the question's own words (readings would tip it to the gloss's language: an
         # Italian card that answered a dev question on cheeses lost to the English card, replies-v14)
         ranked = by_language(question, ranked, language, readings)
         if ranked[0].language != language:
             note = OTHER_LANGUAGE_NOTE[language]
         use = [h for h in hits if (h.segment.language or "") == ranked[0].language]
+    if led is not None:
+        ranked = [led, *[u for u in ranked if u is not led]]
     chosen = select_units(question, kind, ranked, max_chars, max_units, readings=readings)
     answer = chosen[0]
     pieces = [
@@ -182,6 +193,8 @@ def compose_answer_first(
             "runner_up": [{"text": u.text[:160], "score": u.score, "doc_id": u.doc_id} for u in ranked[1:4]],
         },
     }
+    if lead is not None:
+        detail["answer"]["lead"] = {**lead.trace(), "used": led is not None}
     if model_ms is not None:
         detail["answer"]["model_ms"] = model_ms
     if getattr(model, "error", None):
@@ -189,6 +202,14 @@ def compose_answer_first(
     used_extra = {u.segment_id for u in chosen if not u.retrieved}
     certified_extra = [s.text for s in extra if s.id in used_extra] + [s.heading for s in extra if s.id in used_extra]
     return Composition("extractive", join_units(chosen), note, pieces, detail, certified_extra)
+
+
+def lead_unit(ranked: Sequence[Any], lead: Any, first: str) -> Any | None:
+    """The best-ranked unit of the first link's document ``first`` holding one of ``lead.phrases`` verbatim, when
+    that document is one of ``lead.cards``; else None (the answer memory changes what is said, never the links)."""
+    if first not in lead.cards:
+        return None
+    return next((u for u in ranked if u.doc_id == first and any(p in u.text for p in lead.phrases)), None)
 
 
 class BiEncoderAnswerModel:

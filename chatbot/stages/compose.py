@@ -93,6 +93,7 @@ def compose_reply(
     kind: str | None = None,
     readings: Mapping[str, str] | None = None,
     urgent: bool = False,
+    lead: Any | None = None,
 ) -> ComposedReply:
     """Compose in the configured mode, validate, and fall back to extractive when generative fails.
 
@@ -108,6 +109,7 @@ def compose_reply(
     ``reserved_chars``: characters the reply already holds in front of the composed text (the urgent message and
     the blank line after it); the composed text gets the rest of ``max_chars`` (``answer_room``). ``urgent``: the
     red-flag screen found an alarm in the question (the answer-first composer's get-help instructions answer it).
+    ``lead``: the answer memory's labelled neighbour (chatbot.stages.answer_memory), for the answer-first composer.
     """
     cfg = settings
     trace: dict[str, Any] = {"mode_requested": cfg.mode, "attempts": []}
@@ -178,6 +180,7 @@ def compose_reply(
             kind,
             readings,
             urgent,
+            lead,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
