@@ -167,3 +167,29 @@ def test_a_card_chosen_by_a_labelled_question_names_the_card_the_question_and_it
     assert line in md and md.index("**Reply:**") < md.index(line) < md.index("**Links:**")
     kept = {**picked, "picked": None, "reason": "linked first already"}
     assert "labelled question" not in detail_markdown(_turn({"safety": {"card_memory": kept}}))
+
+
+def test_a_card_fetched_by_a_labelled_question_over_a_second_look_says_both():
+    picked = {"id": "replies/heldout-v17.jsonl:rep17-it-58", "cosine": 0.9815,
+              "cards": ["en-baby-breastfeeding-problems"], "tau": 0.93, "picked": "en-baby-breastfeeding-problems",
+              "rank": None, "fetched": True, "over_look": "it-allattamento-come-iniziare"}  # fmt: skip
+    md = detail_markdown(_turn({"safety": {"card_memory": picked}}))
+    assert (
+        "**Card chosen by a labelled question:** `en-baby-breastfeeding-problems`, the card of "
+        "`replies/heldout-v17.jsonl:rep17-it-58` (cosine 0.982 ≥ 0.93); retrieval had not found it (read from the "
+        "library); it replaced `it-allattamento-come-iniziare`, a second look's pick"
+    ) in md
+
+
+def test_the_answer_taken_says_when_a_labelled_questions_key_phrase_opened_it():
+    answer = {"text": "Feeding often helps the baby latch.", "score": 1.5, "parts": {"cue": 1.0},
+              "question_type": "what_to_do", "scorer": "cues", "segment_id": "en-baby-breastfeeding-problems#3",
+              "lead": {"id": "replies/heldout-v27.jsonl:rep27-en-52", "cosine": 0.975,
+                       "cards": ["en-baby-breastfeeding-problems"], "tau": 0.95, "used": True}}  # fmt: skip
+    md = detail_markdown(_turn({"compose": {"attempts": [{"answer": answer}]}}))
+    assert (
+        "from `en-baby-breastfeeding-problems#3`; opened with the key phrase of labelled question "
+        "`replies/heldout-v27.jsonl:rep27-en-52` (cosine 0.975 ≥ 0.95)"
+    ) in md
+    unused = {**answer, "lead": {**answer["lead"], "used": False}}
+    assert "key phrase of labelled" not in detail_markdown(_turn({"compose": {"attempts": [{"answer": unused}]}}))

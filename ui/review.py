@@ -78,10 +78,17 @@ def answer_taken(trace: dict[str, Any]) -> str | None:
         answer = next((a["answer"] for a in reversed(attempts) if a.get("answer")), None)
         if answer:
             parts = " + ".join(f"{k} {v:.2f}" for k, v in (answer.get("parts") or {}).items() if v)
+            lead = answer.get("lead") or {}
+            led = (
+                f"; opened with the key phrase of labelled question `{lead.get('id', '?')}` (cosine "
+                f"{lead.get('cosine', 0):.3f} ≥ {lead.get('tau', 0):.2f})"
+                if lead.get("used")
+                else ""
+            )
             return (
                 f"**Answer taken:** “{answer['text']}” — score **{answer['score']:.2f}** "
                 f"({answer.get('question_type', '?')} question; {parts or 'no cue'}; scorer "
-                f"`{answer.get('scorer', '?')}`) from `{answer.get('segment_id', '?')}`"
+                f"`{answer.get('scorer', '?')}`) from `{answer.get('segment_id', '?')}`{led}"
             )
     return None
 
@@ -133,9 +140,15 @@ def card_memory_line(trace: dict[str, Any]) -> str | None:
     picked = (trace.get("safety") or {}).get("card_memory") or {}
     if not picked.get("picked"):
         return None
+    where = (
+        "retrieval had not found it (read from the library)"
+        if picked.get("fetched")
+        else f"retrieval had ranked it {picked.get('rank')}"
+    )
+    over = f"; it replaced `{picked['over_look']}`, a second look's pick" if picked.get("over_look") else ""
     return (
         f"**Card chosen by a labelled question:** `{picked['picked']}`, the card of `{picked.get('id', '?')}` (cosine "
-        f"{picked.get('cosine', 0):.3f} ≥ {picked.get('tau', 0):.2f}); retrieval had ranked it {picked.get('rank')}"
+        f"{picked.get('cosine', 0):.3f} ≥ {picked.get('tau', 0):.2f}); {where}{over}"
     )
 
 
