@@ -227,22 +227,24 @@ class RetrievalSettings(_Group):
         "retrieved. Needs safety.gate_memory.",
     )
     card_memory_tau: float = Field(
-        default=0.93,
+        default=0.92,
         gt=0.0,
         le=1.0,
-        description="Cosine (raw e5) a labelled question must reach for card_memory. Spent reply sets: at >= 0.93 its "
-        "card answered 93-99% of questions (first link 71-90%); lower reaches more questions, less surely.",
+        description="Cosine (raw e5) a labelled question must reach for card_memory. Spent reply sets: at 0.92-0.93 "
+        "its card answered 80-85% of questions (first link 60-66%); fresh r33/r35 0.93 -> 0.92: +1 / +2 questions, "
+        "none lost (card-memory-s29.md). Lower reaches more questions, less surely (0.91-0.92: 54% Italian).",
     )
     card_memory_fetch: bool = Field(
-        default=False,
+        default=True,
         description="card_memory also brings its card when retrieval did not find it (read through the content gate; "
-        "never an urgent card). Spent r32: 3 Italian questions' English cards were never retrieved. Off: only a "
-        "retrieved card moves.",
+        "never an urgent card). Fresh r34 (it): first link = card 0.817 -> 0.850, recall +1, none lost, with "
+        "card_memory_over_looks (card-memory-s29.md). Off: only a retrieved card moves.",
     )
     card_memory_over_looks: bool = Field(
-        default=False,
+        default=True,
         description="card_memory also replaces the document a second look (other-language card, English gloss) chose "
-        "for a question the classifier gate refused. Off: a second look's document answers as before.",
+        "for a question the classifier gate refused (judged with card_memory_fetch). Off: a second look's document "
+        "answers as before.",
     )
     answer_pool: dict[str, float] = Field(
         default={"it": 0.02},
@@ -916,10 +918,10 @@ class ComposeSettings(_Group):
         "Off: only cognates match across languages (evaluation/results/gloss-compose-s22.md).",
     )
     answer_memory: bool = Field(
-        default=False,
-        description="The answer-first reply opens with the unit of the nearest labelled reply question's card holding "
-        "its key phrase (chatbot.stages.answer_memory; needs safety.gate_memory and answers.json). Off: the "
-        "composer's own ranking picks the answer.",
+        default=True,
+        description="The reply opens with the unit holding the key phrase of the nearest labelled reply question when "
+        "its card is linked first (chatbot.stages.answer_memory; needs safety.gate_memory). Fresh r33/r34: +1 / +3 "
+        "questions, none lost (card-memory-s29.md). Off: the composer's own pick.",
     )
     answer_memory_tau: float = Field(
         default=0.95,

@@ -26,10 +26,10 @@ REPLIES = Path(__file__).resolve().parent / "replies"
 BANDS = (0.97, 0.95, 0.93)
 
 
-def reply_rows(folder: Path = REPLIES) -> dict[str, dict[str, Any]]:
-    """{"replies/<file>:<id>": row} over every reply set in ``folder``."""
+def reply_rows(folder: Path = REPLIES, skip: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """{"replies/<file>:<id>": row} over every reply set in ``folder`` but the file names in ``skip``."""
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in sorted(p for p in folder.glob("*.jsonl") if p.name not in skip):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory", type=Path, required=True, help="the relevance gate memory's folder")
     parser.add_argument("--table", type=Path, default=None, help="write the leave-one-set-out table here instead")
+    parser.add_argument("--skip", nargs="*", default=[], help="reply set file names left out (sets not spent yet)")
     args = parser.parse_args(argv)
-    rows = reply_rows()
+    rows = reply_rows(skip=tuple(args.skip))
     if args.table is not None:
         from chatbot.embedders import load_embedder
 
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     found = answers(memory, rows)
     record = {
         "kind": "answer memory key phrases (chatbot.stages.answer_memory)",
-        "command": f"{PROG} --memory {args.memory}",
+        "command": " ".join([PROG, *(argv if argv is not None else sys.argv[1:])]),
         "questions": len(found),
         "answers": found,
     }

@@ -24,8 +24,8 @@ PROG = "python -m evaluation.card_memory_loso"
 BANDS = (0.95, 0.93, 0.91, 0.89)
 
 
-def band(cosine: float) -> str:
-    return next((f">= {b:.2f}" for b in BANDS if cosine >= b), f"< {BANDS[-1]:.2f}")
+def band(cosine: float, bands: tuple[float, ...] = BANDS) -> str:
+    return next((f">= {b:.2f}" for b in bands if cosine >= b), f"< {bands[-1]:.2f}")
 
 
 def first_links(capture: Path) -> dict[tuple[str, str], str | None]:
@@ -39,7 +39,12 @@ def first_links(capture: Path) -> dict[tuple[str, str], str | None]:
     return out
 
 
-def table(rows: list[dict[str, Any]], vectors: np.ndarray, first: dict[tuple[str, str], str | None]) -> dict:
+def table(
+    rows: list[dict[str, Any]],
+    vectors: np.ndarray,
+    first: dict[tuple[str, str], str | None],
+    bands: tuple[float, ...] = BANDS,
+) -> dict:
     """{(language, band): [questions, nearest's card right, first link right]} over the reply-set questions."""
     groups = np.array([r["group"] for r in rows])
     stats: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -49,7 +54,7 @@ def table(rows: list[dict[str, Any]], vectors: np.ndarray, first: dict[tuple[str
             continue
         sims = np.where(groups != groups[i], vectors @ vectors[i], -2.0)
         j = int(np.argmax(sims))
-        s = stats[(r["language"], band(float(sims[j])))]
+        s = stats[(r["language"], band(float(sims[j]), bands))]
         s[0] += 1
         s[1] += bool(rows[j]["cards"] & r["cards"])
         s[2] += first[key] in r["cards"]
@@ -64,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--capture", type=Path, required=True, help="composer inputs saved by reply_misses")
     parser.add_argument("--out", type=Path, default=None, help="markdown table")
+    parser.add_argument(
+        "--bands", type=float, nargs="+", default=list(BANDS), help="lower edges of the cosine bands, highest first"
+    )
     args = parser.parse_args(argv)
     rows = []
     for r in dev_rows(later=True):
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({**r, "cards": cards, "group": group_of(r)})
     v = np.asarray(load_embedder("e5-onnx", threads=2).embed_queries([r["text"] for r in rows]), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
-    stats = table(rows, v, first_links(args.capture))
+    stats = table(rows, v, first_links(args.capture), tuple(sorted(args.bands, reverse=True)))
     lines = [
         "| language | nearest labelled question's cosine | questions | its card answers | first link answers |",
         "|---|---|---|---|---|",

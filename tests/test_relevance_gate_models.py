@@ -198,12 +198,14 @@ def test_an_italian_question_answered_in_english_is_linked_to_the_english_card_i
     from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE
 
     question = "quando si fa lo screening col tallone al neonato"
-    ans = answer_with(services, question)
+    # by default a labelled neighbour's card (retrieval.card_memory) links the same card before the gloss is asked
+    assert answer_with(services, question)["links"][0]["segment_id"].split("#")[0] == "en-baby-vitamin-k-heel-prick"
+    ans = answer_with(services, question, card_memory=False)
     assert ans["status"] == "answered" and ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
     assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-vitamin-k-heel-prick"
     assert "pricks the baby's heel" in ans["reply"]
     assert ans["trace"]["safety"]["gloss_order"]["first"] == "en-baby-vitamin-k-heel-prick"
-    off = answer_with(services, question, gloss_english_order=False, answer_pool_text="question")
+    off = answer_with(services, question, gloss_english_order=False, answer_pool_text="question", card_memory=False)
     assert "gloss_order" not in off["trace"]["safety"]
 
 
@@ -229,7 +231,7 @@ def test_a_question_asked_before_is_answered_from_the_card_its_labelled_neighbou
     ans = ask(services, question)
     picked = ans["trace"]["safety"]["card_memory"]
     assert (picked["picked"], picked["cards"]) == ("en-baby-safe-sleep-sids", ["en-baby-safe-sleep-sids"])
-    assert picked["cosine"] >= picked["tau"] == 0.93 and picked["rank"] > 1
+    assert picked["cosine"] >= picked["tau"] == 0.92 and picked["rank"] > 1
     assert ans["links"][0]["segment_id"].split("#")[0] == "en-baby-safe-sleep-sids"
     assert ans["reply"].startswith(OTHER_LANGUAGE_NOTE["it"])
     services.settings.retrieval.card_memory = False
@@ -248,6 +250,7 @@ def test_the_labelled_neighbours_card_is_fetched_when_retrieval_missed_it(servic
     question = (
         "ho il seno durissimo e gonfio da quando e arrivata la montata, il bimbo non riesce ad attaccarsi, cosa faccio?"
     )
+    assert services.settings.retrieval.card_memory_fetch is True  # the default
     on = answer_with(services, question, card_memory_fetch=True)
     picked = on["trace"]["safety"]["card_memory"]
     assert (picked["picked"], picked["rank"], picked["fetched"]) == ("en-baby-breastfeeding-problems", None, True)
@@ -258,19 +261,20 @@ def test_the_labelled_neighbours_card_is_fetched_when_retrieval_missed_it(servic
 
 
 def test_a_labelled_neighbours_key_phrase_opens_the_reply(services):
-    """compose.answer_memory: engorgement when the milk comes in; a labelled reply question (cosine >= 0.95) names
-    the breastfeeding-problems card and its key phrase, so the reply opens with the sentence on hand expressing to
-    soften the areola; off, the composer's own pick opens it (cool packs)."""
+    """compose.answer_memory (on by default): engorgement when the milk comes in; a labelled reply question (cosine
+    >= 0.95) names the breastfeeding-problems card and its key phrase, so the reply opens with the sentence on hand
+    expressing to soften the areola; off, the composer's own pick opens it (cool packs)."""
     from chatbot.answer import answer
 
     question = "my breasts went rock hard when my milk came in and the baby cant latch on, what helps?"
     before = services.settings.compose
-    services.settings.compose = before.model_copy(update={"answer_memory": True})
+    assert before.answer_memory is True and before.answer_memory_tau == 0.95  # the defaults
+    on = answer(question, services)
+    services.settings.compose = before.model_copy(update={"answer_memory": False})
     try:
-        on = answer(question, services)
+        off = answer(question, services)
     finally:
         services.settings.compose = before
-    off = answer(question, services)
     assert on["links"] == off["links"]  # what is said changes, never what is linked
     assert on["links"][0]["segment_id"].split("#")[0] == "en-baby-breastfeeding-problems"
     lead = on["trace"]["compose"]["attempts"][-1]["answer"]["lead"]

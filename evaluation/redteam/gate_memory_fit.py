@@ -154,12 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=Path, default=None, help="cache of the rows' question vectors (.npy)")
     parser.add_argument("--markdown", type=Path, default=None, help="write the leave-one-set-out table here")
     parser.add_argument("--ship", type=Path, default=None, help="write memory.json + memory.npz into this folder")
+    parser.add_argument("--tau", type=float, default=None, help="keep this tau (default: the table's choice)")
     args = parser.parse_args(argv)
     command = " ".join([PROG, *(argv if argv is not None else sys.argv[1:])])
     rows = with_texts(gl.load(args.rows))
     vectors = embed(rows, args.embedder, args.vectors)
     entries = table(rows, gl.shipped(rows)["final"], out_of_set_nearest(rows, vectors))
-    tau = choose(entries)
+    tau = choose(entries) if args.tau is None else args.tau
     for e in entries:
         print(f"tau {e['tau']}: wrong {e['wrong']} (gate sets {e['gate_sets_wrong']})", file=sys.stderr)
     if args.markdown is not None:
