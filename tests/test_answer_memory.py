@@ -11,17 +11,11 @@ import pytest
 from chatbot.stages.answer_first import lead_unit
 from chatbot.stages.answer_memory import Lead, answer_lead, parse_answers
 from chatbot.stages.answer_select import Candidate
-from chatbot.stages.gate_memory import parse_memory
+from tests.labelled_memory import four_questions
 
 
 def _memory(tmp_path: Path):
-    arrays = {
-        "vectors": np.eye(4),
-        "in_scope": np.array([True, True, False, True]),
-        "ids": np.array(["r1:a", "r2:b", "g:out", "g:unnamed"]),
-        "cards": np.array(["card-a", "card-b", "", ""]),
-    }
-    return parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, arrays, str(tmp_path))
+    return four_questions(tmp_path, ("r1:a", "r2:b", "g:out", "g:unnamed"), ("card-a", "card-b", "", ""))
 
 
 def test_the_nearest_labelled_question_with_key_phrases_within_tau_leads(tmp_path: Path) -> None:

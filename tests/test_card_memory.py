@@ -10,18 +10,12 @@ import pytest
 
 from chatbot.index import Hit
 from chatbot.stages.card_memory import card_memory_pick
-from chatbot.stages.gate_memory import parse_memory
+from tests.labelled_memory import four_questions
 from tests.segments import seg
 
 
 def _memory(tmp_path: Path):
-    arrays = {
-        "vectors": np.eye(4),
-        "in_scope": np.array([True, True, False, True]),
-        "ids": np.array(["s1:a", "s2:b", "s3:out", "s4:unnamed"]),
-        "cards": np.array(["card-a", "card-b|card-b2", "", ""]),
-    }
-    return parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, arrays, str(tmp_path))
+    return four_questions(tmp_path, ("s1:a", "s2:b", "s3:out", "s4:unnamed"), ("card-a", "card-b|card-b2", "", ""))
 
 
 def _ranked(*docs: str) -> list[Hit]:
