@@ -54,7 +54,7 @@ HELDOUT_V4 = Path(str(files("evaluation.redteam") / "gate_heldout_v4.jsonl"))  #
 HELDOUT_V5_V8 = tuple(Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (5, 6, 7, 8))
 # scored once in sessions 15-28 and spent, not in the session-11 rows (``dev_rows(later=True)`` adds them)
 LATER_GATE_SETS = tuple(
-    Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (9, 10, 11, 13, 14, 15, 16)
+    Path(str(files("evaluation.redteam") / f"gate_heldout_v{v}.jsonl")) for v in (9, 10, 11, 13, 14, 15, 16, 17, 18)
 )
 REPO = Path(__file__).resolve().parents[2]
 REPLY_SETS = REPO / "evaluation" / "replies"  # every question has a card that answers it: in scope
