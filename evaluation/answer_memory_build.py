@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +38,16 @@ def reply_rows(folder: Path = REPLIES, skip: tuple[str, ...] = ()) -> dict[str, 
     return out
 
 
-def card_units(card_id: str) -> list[str]:
-    """The demo card's body as the composer's sentences (front matter left out)."""
+@cache
+def card_units(card_id: str) -> tuple[str, ...]:
+    """The demo card's body as the composer's sentences (front matter left out), read once per card."""
     from chatbot.resources import demo_cards
     from chatbot.sentences import split_sentences
 
     text = (Path(demo_cards()) / f"{card_id}.md").read_text(encoding="utf-8")
     if text.startswith("---"):
         text = text.split("---", 2)[2]
-    return [s for line in text.split("\n") for s in split_sentences(line)]
+    return tuple(s for line in text.split("\n") for s in split_sentences(line))
 
 
 def answers(memory: Any, rows: dict[str, dict[str, Any]]) -> dict[str, list[str]]:

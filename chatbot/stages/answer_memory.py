@@ -86,11 +86,9 @@ def answer_lead(
 def answer_lead_for(question: str, services: Any) -> Lead | None:
     """compose.answer_memory for one question: its Lead, or None (off, no memory in force for the services'
     embedder, or no labelled question near enough)."""
-    from chatbot.stages.gate_memory import memory_for
+    from chatbot.stages.gate_memory import question_cosines
 
-    memory, _ = memory_for(services.settings, services.embedder)
-    if memory is None:
+    memory, cosines, _ = question_cosines(question, services)
+    if memory is None or cosines is None:
         return None
-    answers = answers_for(memory)
-    cosines = memory.neighbours(services.embedder.embed_queries([question])[0])
-    return answer_lead(cosines, memory, answers, services.settings.compose.answer_memory_tau)
+    return answer_lead(cosines, memory, answers_for(memory), services.settings.compose.answer_memory_tau)

@@ -81,12 +81,11 @@ def card_memory_for(
     """retrieval.card_memory for one answer (``result``: its RetrievalResult; ``first``: the document a second look
     chose, if any): the document to answer from and link first, or None, and the trace entry; nothing without the
     gate's memory in force for the services' embedder (safety.gate_memory)."""
-    from chatbot.stages.gate_memory import memory_for
+    from chatbot.stages.gate_memory import question_cosines
 
-    memory, _ = memory_for(services.settings, services.embedder)
-    if memory is None:
+    memory, cosines, _ = question_cosines(question, services)
+    if memory is None or cosines is None:
         return None, {}
-    cosines = memory.neighbours(services.embedder.embed_queries([question])[0])
     retrieval = services.settings.retrieval
     fetch = readable_card(services) if retrieval.card_memory_fetch else None
     return card_memory_pick(cosines, memory, result.ranked, retrieval.card_memory_tau, first, fetch)

@@ -121,6 +121,22 @@ def memory_for(settings: Any, embedder: Any) -> tuple[GateMemory | None, str | N
     return memory, None
 
 
+_LAST: dict[str, Any] = {}  # the last question's cosines: the gate, the card memory and the answer memory ask alike
+
+
+def question_cosines(text: str, services: Any) -> tuple[GateMemory | None, np.ndarray | None, str | None]:
+    """(memory, cosines of ``text`` to its labelled questions, None) for the services' embedder; (None, None, why)
+    when the memory was built with another build's vectors, (None, None, None) when it is off. The same question
+    asked again (by another stage of the turn) reuses its cosines."""
+    memory, why_not = memory_for(services.settings, services.embedder)
+    if memory is None:
+        return None, None, why_not
+    key = (id(memory), id(services.embedder), text)
+    if _LAST.get("key") != key:
+        _LAST.update(key=key, cosines=memory.neighbours(services.embedder.embed_queries([text])[0]))
+    return memory, _LAST["cosines"], None
+
+
 def memory_dir(setting: str) -> Path | None:
     """safety.gate_memory as a folder: "shipped" (models/relevance_gate/memory), "none" (off: None) or a path."""
     from chatbot import resources

@@ -161,12 +161,12 @@ def memory_judgement(
     """chatbot.stages.gate_memory's verdict on one question (True / False / None: the gate decides) and its trace,
     or None when safety.gate_memory is off or built for another embedder. ``documents``: the retrieved documents
     (an in-scope labelled question counts only when one of its cards is among them)."""
-    from chatbot.stages.gate_memory import memory_for
+    from chatbot.stages.gate_memory import question_cosines
 
-    memory, why_not = memory_for(services.settings, services.embedder)
-    if memory is None:  # off, or built with another build's vectors (then the classifier decides, and says why)
+    memory, cosines, why_not = question_cosines(text, services)
+    if memory is None or cosines is None:  # off, or built with another build's vectors (the classifier decides)
         return None if why_not is None else (None, {"verdict": None, "note": why_not})
-    return memory.verdict(memory.neighbours(services.embedder.embed_queries([text])[0]), documents)
+    return memory.verdict(cosines, documents)
 
 
 _LEXICONS: dict[int, tuple[Any, Any]] = {}
