@@ -930,6 +930,12 @@ class ComposeSettings(_Group):
         description="Cosine (raw e5) the labelled reply question must reach for answer_memory. Spent reply sets: at "
         ">= 0.95 its key-phrase unit held the question's own key phrase for 94-96%; at 0.93-0.95 for 80-84%.",
     )
+    unit_weights: Literal["hand", "learned"] = Field(
+        default="hand",
+        description="Extractive, answer-first: the weights of the answer-selection terms. hand: one set for every "
+        "question type; learned: rescaled per type and a typed-cue term, fitted on the spent reply sets "
+        "(chatbot.stages.answer_weights, models/answer_scorer/README-unit-weights.md).",
+    )
     asked_kind: Literal["model", "cues"] = Field(
         default="model",
         description="Extractive: what kind of answer a question asks for (amount, duration, time, reason, action, "

@@ -50,6 +50,10 @@ def capture(items: Sequence[ReplyItem], services: Any, path: Path) -> dict[str, 
             language=kwargs.get("language", "en"),
             documents={d: list(fetch(d)) if fetch else [] for d in docs},
             reserved_chars=kwargs.get("reserved_chars", 0),
+            # what answer() tells the composer about the question: asked kind, gloss readings, alarm found
+            kind=kwargs.get("kind"),
+            readings=kwargs.get("readings"),
+            urgent=bool(kwargs.get("urgent", False)),
         )
         return real(question, hits, **kwargs)
 
@@ -87,6 +91,9 @@ def replay(
         document_segments=lambda d: docs.get(d, []),
         answer_model=answer_model,
         reserved_chars=captured.get("reserved_chars", 0),
+        kind=captured.get("kind"),
+        readings=captured.get("readings"),
+        urgent=captured.get("urgent", False),
     )
     text = f"{composed.language_note}\n\n{composed.text}" if composed.language_note and composed.text else composed.text
     return text, composed.trace

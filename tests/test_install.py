@@ -115,6 +115,7 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
         "chatbot/_shipped/models/redflags/context-head.npz",
         "chatbot/_shipped/models/answer_scorer/answer_scorer.npz",
         "chatbot/_shipped/models/answer_scorer/answer_scorer_replies.npz",
+        "chatbot/_shipped/models/answer_scorer/unit_weights.json",
         "chatbot/_shipped/models/relevance_gate/gate.json",
         "chatbot/_shipped/models/asked_kind/weights.npz",
         "chatbot/_shipped/models/dismissal/weights.npz",

@@ -107,6 +107,7 @@ def compose_answer_first(
     readings: Mapping[str, str] | None = None,
     urgent: bool = False,
     lead: Any | None = None,
+    weights: Any | None = None,
 ) -> Composition:
     """Certified units, verbatim: the one that answers the question first (chatbot.stages.answer_select),
     then those that qualify or support it. Candidates: the hits in the patient's language and the other
@@ -114,7 +115,8 @@ def compose_answer_first(
     ``readings``: the question's words per unit language for the shared-word terms (answer_select.reading).
     ``urgent``: the red-flag screen found an alarm in the question (answer_select.score_units). ``lead``: a labelled
     neighbour's cards and key phrases (chatbot.stages.answer_memory.Lead): when the first hit's document is one of
-    its cards, that document's unit holding a key phrase answers (``lead_unit``)."""
+    its cards, that document's unit holding a key phrase answers (``lead_unit``). ``weights``: learned weights of the
+    score terms per question type (chatbot.stages.answer_weights.UnitWeights), else the hand weights."""
     from chatbot.stages.answer_cues import question_type
     from chatbot.stages.answer_select import by_language, join_units, score_units, select_units
 
@@ -164,6 +166,8 @@ def compose_answer_first(
         if ranked[0].language != language:
             note = OTHER_LANGUAGE_NOTE[language]
         use = [h for h in hits if (h.segment.language or "") == ranked[0].language]
+    if weights is not None:  # compose.unit_weights=learned: the terms weighed per question type (answer_weights)
+        ranked = weights.reweigh(kind, ranked)
     if led is not None:
         ranked = [led, *[u for u in ranked if u is not led]]
     chosen = select_units(question, kind, ranked, max_chars, max_units, readings=readings)
@@ -306,6 +310,10 @@ def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel
     if scorer == "cues+trained":
         return _trained_model(services)
     types = getattr(services.settings.compose, "trained_types", [])
+    if getattr(services.settings.compose, "unit_weights", "hand") == "learned":
+        from chatbot.stages.answer_weights import load_unit_weights
+
+        types = list(load_unit_weights().model_types)  # the types the weights were fitted with the term on
     if scorer == "cues" and types:
         return TypedAnswerModel(lambda: _trained_model(services), types)
     if scorer == "cues+bi-encoder":

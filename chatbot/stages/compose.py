@@ -22,6 +22,7 @@ from typing import Any
 
 from chatbot.index import Hit
 from chatbot.stages.answer_first import AnswerModel, compose_answer_first
+from chatbot.stages.answer_weights import unit_weights_for
 from chatbot.stages.extractive import Composition, compose_extractive
 from chatbot.stages.generative import LLM, compose_generative
 
@@ -181,6 +182,7 @@ def compose_reply(
             readings,
             urgent,
             lead,
+            unit_weights_for(cfg),
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
