@@ -138,7 +138,8 @@ def test_the_fit_learns_a_term_the_hand_weights_underrate() -> None:
     rows = [{"kind": "why", "units": [u(1.0, 0.0, 0), u(0.6, 0.8, 1)]} for _ in range(20)]
     rows += [{"kind": "how_much", "units": [u(1.0, 0.0, 1), u(0.6, 0.3, 0)]} for _ in range(20)]
     base = anchor(["why"])
-    assert (base[KINDS.index("why"), TERMS.index("model")], base[KINDS.index("how_much"), TERMS.index("model")]) == (1, 0)
+    model = TERMS.index("model")
+    assert (base[KINDS.index("why"), model], base[KINDS.index("how_much"), model]) == (1, 0)
 
     m = fit(rows, base, lam_shared=0.001, lam_type=0.001)
     w = parse_unit_weights(weights_json(m, {"questions": 40}))
