@@ -160,10 +160,12 @@ WIDER = [
         "Al di là della nausea, quali sono i primi sintomi della gravidanza?",
         '"quali sono i primi sintomi della gravidanza" AND NOT "nausea"',
     ),
-    ("Is vaping ok instead of smoking while pregnant?", '"Is vaping ok while pregnant" AND NOT "smoking"'),
+    # "Is vaping ok instead of smoking while pregnant?" and "Posso bere tisane invece del caffè in gravidanza?" were
+    # here until session 30: a yes/no question about a named substitute is no longer an exclusion (its answer speaks of
+    # both; tests/test_logical_detect_s30.py, evaluation/results/substitute-s30.md)
     (
-        "Posso bere tisane invece del caffè in gravidanza?",
-        '"Posso bere tisane in gravidanza" AND NOT "caffè"',
+        "What can I drink instead of coffee while pregnant?",
+        '"What can I drink while pregnant" AND NOT "coffee"',
     ),
     (
         "Is there an alternative to ibuprofen for back pain in pregnancy?",

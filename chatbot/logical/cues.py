@@ -178,6 +178,23 @@ PREP_IT_LIST = re.compile(r"^(?:(?:al|allo|alla|ai|agli|alle)\s+|all'\s*)", re.I
 SUBSTITUTE = re.compile(
     r"\s*(?:instead|rather|in\s+place|invece|anzich|piuttosto|al\s+posto|in\s+alternativa|alternativ)", re.IGNORECASE
 )
+# A yes/no question about a named substitute ("is vaping ok instead of smoking?", "posso usare la sigaretta
+# elettronica invece di fumare?") asks whether X may replace Y, and its answer speaks of both: Y is not ruled out.
+# A question that asks for unnamed options ("what can I take instead of ibuprofen?", "can I have something else
+# instead?") still excludes Y. On the spent reply sets such yes/no questions routed to the decomposition lost the
+# card about Y and X (evaluation/results/substitute-s30.md).
+YES_NO_OPENER = re.compile(
+    r"^\W*(?:(?:so|and|but|also|hi|hello|ciao|e|ma|quindi|allora)\W+)?(?:is|are|am|can|could|should|shall|may|"
+    r"might|would|will|do|does|did|posso|possiamo|puoi|può|puo|si\s+pu[oò]|è|e'|va\s+bene|devo|dovrei|potrei|fa\s+male|"
+    r"conviene|meglio)\b",
+    re.IGNORECASE,
+)
+ASKS_FOR_OPTIONS = re.compile(
+    r"\b(?:what|which|how|something|anything|else|other|others|alternatives?|options?|cosa|che\s+cosa|quale|quali|"
+    r"qualcosa|qualcos'altro|altro|altri|altre|alternativ[aei]|come|remed\w*|rimedi\w*|tips?|consigli\w*|ways?|modi|"
+    r"treatments?|trattament\w*|cure|help\w*|aiut\w*|suggest\w*)\b",
+    re.IGNORECASE,
+)
 SUBSTITUTE_END = re.compile(
     r"\s(?=(?:for|to|while|during|when|per|durante|mentre|quando)\s|in\s+(?:gravidanza|allattamento|pregnancy)\b)",
     re.IGNORECASE,

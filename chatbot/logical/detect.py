@@ -43,6 +43,7 @@ from chatbot.logical.context_cues import asks as stated_asks
 from chatbot.logical.context_cues import stated_exclusions
 from chatbot.logical.cues import (
     ABBREVIATIONS,
+    ASKS_FOR_OPTIONS,
     BEYOND_RE,
     CUE_RE,
     DET_OR_PREP,
@@ -61,6 +62,7 @@ from chatbot.logical.cues import (
     SUBSTITUTE_END,
     TERMINATOR,
     TRIVIAL,
+    YES_NO_OPENER,
     content_words,
     cue_language,
 )
@@ -199,6 +201,16 @@ def _clause_start(text: str, pos: int) -> int:
     return start
 
 
+def _asks_about_substitute(text: str, cue_start: int) -> bool:
+    """The sentence holding a substitution cue at ``cue_start`` is a yes/no question about a named substitute
+    (cues.YES_NO_OPENER before the cue) and asks for no options (cues.ASKS_FOR_OPTIONS)."""
+    start = 0
+    for m in re.finditer(r"[?!;]|\.(?=\s)", text[:cue_start]):
+        start = m.end()
+    asked = text[start:cue_start]
+    return YES_NO_OPENER.match(asked) is not None and ASKS_FOR_OPTIONS.search(asked) is None
+
+
 def _at_sentence_start(text: str, pos: int) -> bool:
     before = text[:pos].rstrip()
     return not before or before[-1] in "?!.;:"
@@ -322,6 +334,9 @@ def analyse(question: str, learned: bool = True) -> Detection | None:
                 found.append(_Found(start, end, re.sub(r"\s*\([^()]*\)", "", text[cue_end:comma]), cue_text))
                 pos = end
                 continue
+        if SUBSTITUTE.match(cue_text) and _asks_about_substitute(text, start):
+            pos = cue_end  # "is vaping ok instead of smoking?": whether X may replace Y, Y is not ruled out
+            continue
         neg_end, cut_end, quote = _find_end(text, cue_end)
         if SUBSTITUTE.match(cue_text) and (sub := SUBSTITUTE_END.search(text, cue_end, neg_end)):
             neg_end = cut_end = sub.start()  # "al posto del ciuccio per calmare il neonato": the purpose is asked
