@@ -35,6 +35,44 @@ def test_units_whole_text_first_then_sentences_pairs_and_windows():
     assert windows[0] == " ".join(f"w{i}" for i in range(16)) and windows[1].startswith("w8 ")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a sentence that only says when is read with the sentence before it, never alone
+        ("how should i be bending? 25wks", ["how should i be bending? 25wks"]),
+        (
+            "Any tips for back pain? I'm 30 weeks. Thanks",
+            [
+                "Any tips for back pain? I'm 30 weeks. Thanks",
+                "Any tips for back pain? I'm 30 weeks.",
+                "Thanks",
+            ],
+        ),
+        # first: with the sentence after it
+        ("sono a 30 settimane. posso andare in bici?", ["sono a 30 settimane. posso andare in bici?"]),
+        # a week inside a sentence with something else in it stays where it is
+        (
+            "Bleeding at 25wks. What do I do?",
+            [
+                "Bleeding at 25wks. What do I do?",
+                "Bleeding at 25wks.",
+                "What do I do?",
+            ],
+        ),
+    ],
+)
+def test_a_timing_only_sentence_is_not_scored_alone(text: str, expected: list[str]) -> None:
+    assert units(text) == expected
+
+
+def test_the_shipped_screen_no_longer_reads_a_bare_week_as_an_alarm() -> None:
+    from chatbot.stages.redflags import screen
+
+    # the shipped head scored the unit "25wks" alone 0.9995 for the maternity unit
+    assert screen("how should i be bending? 25wks").urgent is False
+    assert screen("I'm bleeding heavily and have bad tummy pain. 25wks").urgent is True
+
+
 def _toy(threshold: float = 0.5) -> RedFlagClassifier:
     """A hand-made head: the hashed features of 'overdose' push 'poisoning', everything else 'none'."""
     n = 1 << 10

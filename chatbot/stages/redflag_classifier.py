@@ -27,6 +27,34 @@ LABELS: tuple[str, ...] = ("none", "emergency", "poisoning", "mental_health", "m
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\s+(?=\b(?:but|ma|pero|però)\b)")
 WINDOW_WORDS, WINDOW_STEP = 16, 8
 MAX_UNITS = 64
+# A sentence that only says when ("25wks", "sono a 30 settimane", "6 months old") holds no alarm of its own; scored
+# alone, the head read it as the maternity-unit alarms it learned with weeks in them ("how should i be bending? 25wks"
+# scored 0.9995 on "25wks"). It is read with the sentence before it (after it, when it comes first).
+_TIMING_ONLY = re.compile(
+    r"^\W*(?:(?:at|i'?m|im|i\s+am|now|currently|about|around|almost|nearly|just|only|sono|alla|all'|a|circa|quasi|"
+    r"ormai|gia|già|di|ho)\s*)*\d+(?:[+.,]\d+)?\s*(?:wks?|weeks?|wk|w|settimane|settimana|sett|mesi|mese|months?|mos?|"
+    r"days?|giorni|gg|yrs?|years?|anni|esima|°)?\.?(?:\s*(?:settimane|settimana|sett))?(?:\s+(?:pregnant|preg|incinta|"
+    r"old|di\s+gravidanza|gravidanza|today|oggi))?\W*$",
+    re.IGNORECASE,
+)
+
+
+def _with_timing(sentences: list[str]) -> list[str]:
+    """The sentences, a timing-only one (``_TIMING_ONLY``) joined to the one before it (after it, when first)."""
+    out: list[str] = []
+    carry = ""
+    for s in sentences:
+        if _TIMING_ONLY.match(s):
+            if out:
+                out[-1] = f"{out[-1]} {s}"
+            else:
+                carry = f"{carry} {s}".strip()
+            continue
+        out.append(f"{carry} {s}".strip() if carry else s)
+        carry = ""
+    if carry:
+        out.append(carry)
+    return out
 
 
 def units(text: str) -> list[str]:
@@ -35,6 +63,7 @@ def units(text: str) -> list[str]:
     text = " ".join(text.split())
     out = [text]
     sentences = [s for s in _SENTENCE.split(text) if s and s.strip() and s.strip().lower() not in ("but", "ma")]
+    sentences = _with_timing(sentences)
     if len(sentences) > 1:
         out += sentences
         out += [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
