@@ -83,7 +83,8 @@ def test_a_fever_reading_after_the_birth_calls_the_maternity_unit(text: str, exp
 
 def test_the_new_categories_are_firm_and_have_an_action() -> None:
     firm = {"fever_reading_under_3_months", "fever_after_birth", "medicine_missing", "itching_in_late_pregnancy"}
-    assert firm | {"battery_or_magnet_missing", "child_took_medicine"} == FIRM  # session 27 (test_redflag_rules_s27)
+    # session 27 (test_redflag_rules_s27) and session 30 (test_redflag_allergy_s30)
+    assert firm | {"battery_or_magnet_missing", "child_took_medicine", "allergic_reaction_airway"} == FIRM
     assert [CATEGORY_ACTION[c] for c in sorted(firm)] == ["maternity_unit", "emergency", "maternity_unit", "poisoning"]
 
 

@@ -124,6 +124,31 @@ CONCEPTS: dict[str, list[str]] = {
         "labbra blu*", "cianotic*", "smesso di respirare", "nun respira", "turned|went|gone|going blue",
         "divent* blu|viola", "diventando blu|viola",
     ],
+    # an allergic reaction reaching the airway (anaphylaxis, NHS: call 999 for swollen lips, mouth or tongue with a
+    # throat that feels tight, a hoarse voice, trouble swallowing or breathing): the signs in patients' words
+    "MOUTH_PART": ["lip", "lips", "tongue", "mouth", "labbra", "labbro", "lingua", "bocca"],
+    "SWOLLEN": [
+        "swollen", "swelling", "swell*", "puffy", "puffed", "puffing", "gonfi*", "gonfior*", "ingross*",
+    ],
+    "THROAT": ["throat", "gola"],
+    "THROAT_FEEL": [
+        "tight*", "funny", "scratch*", "closing", "closed", "swell*", "swollen", "weird", "strange", "itch*",
+        "chiud*", "chius*", "strett*", "stringe", "strana", "strano", "gonfi*", "prud*", "pizzic*", "graffi*",
+    ],
+    "VOICE_CHANGE": [
+        "croaky", "hoarse", "husky", "raspy", "rauc*", "roca", "voice sounds funny|strange|different|weird",
+        "voice is funny|strange|different|weird", "voce strana|diversa|cambiata",
+    ],
+    "SWALLOW_HARD": [
+        "can not swallow", "cant swallow", "struggling to swallow", "trouble swallowing", "difficulty swallowing",
+        "hard to swallow", "non riesce a deglutire", "non riesco a deglutire", "fatica a deglutire",
+        "difficolta a deglutire", "non riesce a mandare giu", "non riesco a mandare giu", "fa fatica a deglutire",
+    ],
+    "WHEEZE": ["wheez*", "fischi*", "sibil*", "noisy breathing", "respiro rumoroso"],
+    "THROAT_CLOSING": [
+        "throat * closing", "throat closing", "throat is closing", "gola si chiude", "gola si sta chiudendo",
+        "chiude la gola", "chiudendo la gola",
+    ],
     "STROKE_SIGN": [
         "face droop*", "drooping face", "droopy face", "face is drooping", "face has dropped", "face dropped",
         "one side of my face", "one side of his face", "one side of her face", "side of face",

@@ -71,6 +71,12 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
         [(("BATTERY_WORD", "ROUND_FLAT"), 4), (("BATTERY_WORD", "GONE"), 15), (("CHILD|BABY|SMALL_CHILD_AGE",), None)],
     ],
     "collapse": [[(("COLLAPSE",), None)]],
+    # session 30: swollen lips, mouth or tongue with a throat, voice, swallowing or wheeze sign; or a throat closing
+    "allergic_reaction_airway": [
+        [(("MOUTH_PART", "SWOLLEN"), 3), (("THROAT", "THROAT_FEEL"), 4)],
+        [(("MOUTH_PART", "SWOLLEN"), 3), (("VOICE_CHANGE|SWALLOW_HARD|WHEEZE",), None)],
+        [(("THROAT_CLOSING",), None)],
+    ],
     "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
 }
 # Rules the contextual head never vetoes (``redflags.with_context``): specific enough that no ordinary message of the
@@ -84,6 +90,7 @@ FIRM: frozenset[str] = frozenset(
         "itching_in_late_pregnancy",
         "battery_or_magnet_missing",
         "child_took_medicine",
+        "allergic_reaction_airway",  # session 30: 23 urgent messages and seeds, no ordinary one, of the spent sets
     }
 )
 # Concepts that cancel one rule of a category, by (category, rule index): bleeding said of oneself in weeks
@@ -113,6 +120,9 @@ NEGATABLE = frozenset(
     "SEIZURE FEVER FLOPPY NOT_FEEDING OVERDOSE SWALLOWED COLLAPSE FOAM SELF_INJURY CORD_PROLAPSE SEIZURE_LIMBS".split()
 )
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
+# The allergic-reaction signs a negation cancels too ("no swelling of the lips, no wheeze"); not SYMPTOMS: alone
+# ("naso chiuso", "swollen ankles") they state no danger, so they do not count for the framing (present_danger)
+NEGATED_SIGNS = frozenset("SWOLLEN THROAT_FEEL VOICE_CHANGE SWALLOW_HARD WHEEZE THROAT_CLOSING".split())
 
 
 def _scoped_terms(
@@ -128,7 +138,8 @@ def _scoped_terms(
     else:
         neg = scope.negated(toks, clauses)
     raw = {name: find_terms(_LEXICON, name, terms, toks) for name, terms in CONCEPTS.items()}
-    found = {name: [m for m in ms if name not in NEGATABLE or not neg[m.start]] for name, ms in raw.items()}
+    negatable = NEGATABLE | NEGATED_SIGNS
+    found = {name: [m for m in ms if name not in negatable or not neg[m.start]] for name, ms in raw.items()}
     denied = [m for m in raw["SELF_HARM"] if scope.reassured_denial(toks, clauses, m.start, m.end)]
     found["SELF_HARM"] = [m for m in found["SELF_HARM"] if m not in denied]
     if dropped is not None:  # the token positions of the negated symptom terms

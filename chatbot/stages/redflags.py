@@ -52,6 +52,7 @@ CATEGORY_ACTION: dict[str, str] = {
     "feverish_or_floppy_newborn": "emergency",
     "collapse": "emergency",
     "cord_prolapse": "emergency",
+    "allergic_reaction_airway": "emergency",
     "self_harm_or_harming_the_baby": "mental_health",
     "overdose": "poisoning",
     "fever_reading_under_3_months": "emergency",
