@@ -150,3 +150,29 @@ def test_the_fit_learns_a_term_the_hand_weights_underrate() -> None:
     much = [unit("cue", {"cue": 1.0, "document": 0.0}), unit("doc", {"cue": 0.6, "document": 0.3}, first=1)]
     assert w.reweigh("how_much", much)[0].text == "cue"
     assert w.model_types == QUESTION_TYPES
+
+
+def test_a_missing_weights_file_falls_back_to_the_hand_weights_and_says_so(monkeypatch, tmp_path: Path) -> None:
+    import chatbot.stages.answer_weights as answer_weights
+    from chatbot.settings import ComposeSettings
+    from chatbot.stages.compose import compose_reply
+
+    monkeypatch.setattr(answer_weights, "default_path", lambda: tmp_path / "gone.json")
+    load_unit_weights.cache_clear()
+
+    def doc(d: str) -> list:
+        return TEA_DOC if d == "tea" else [WINE]
+
+    question = "How much green tea can I drink a day?"
+    cfg = ComposeSettings(answer_scorer="cues", trained_types=[], unit_weights="learned")
+    out = compose_reply(question, hits(TEA_WHY, WINE), embedder=None, settings=cfg, document_segments=doc)
+    hand = compose_reply(
+        question, hits(TEA_WHY, WINE), embedder=None, settings=cfg.model_copy(update={"unit_weights": "hand"}),
+        document_segments=doc,
+    )  # fmt: skip
+
+    assert out.text == hand.text
+    assert out.text.startswith("Have no more than 4 cups of green tea a day.")
+    assert out.trace["unit_weights_error"].startswith("FileNotFoundError: compose.unit_weights=learned but")
+    assert "unit_weights_error" not in hand.trace
+    load_unit_weights.cache_clear()

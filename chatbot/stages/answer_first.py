@@ -313,7 +313,10 @@ def answer_model_for(services, scorer: str, language: str = "en") -> AnswerModel
     if getattr(services.settings.compose, "unit_weights", "hand") == "learned":
         from chatbot.stages.answer_weights import load_unit_weights
 
-        types = list(load_unit_weights().model_types)  # the types the weights were fitted with the term on
+        try:
+            types = list(load_unit_weights().model_types)  # the types the weights were fitted with the term on
+        except (OSError, ValueError):  # the composer falls back to the hand weights and traces why (compose_reply)
+            pass
     if scorer == "cues" and types:
         return TypedAnswerModel(lambda: _trained_model(services), types)
     if scorer == "cues+bi-encoder":

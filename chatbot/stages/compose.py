@@ -168,6 +168,11 @@ def compose_reply(
             question, hits, embedder, language, room, cfg.max_sentences, cfg.min_sentence_score_ratio
         )
     else:
+        try:
+            weights = unit_weights_for(cfg)
+        except (OSError, ValueError) as exc:  # a missing or stale weights file: the hand weights still answer
+            weights = None
+            trace["unit_weights_error"] = f"{type(exc).__name__}: {exc}"[:300]
         comp = compose_answer_first(
             question,
             hits,
@@ -182,7 +187,7 @@ def compose_reply(
             readings,
             urgent,
             lead,
-            unit_weights_for(cfg),
+            weights,
         )
     ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
