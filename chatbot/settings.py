@@ -931,10 +931,10 @@ class ComposeSettings(_Group):
         ">= 0.95 its key-phrase unit held the question's own key phrase for 94-96%; at 0.93-0.95 for 80-84%.",
     )
     unit_weights: Literal["hand", "learned"] = Field(
-        default="hand",
-        description="Extractive, answer-first: the weights of the answer-selection terms. hand: one set for every "
-        "question type; learned: rescaled per type and a typed-cue term, fitted on the spent reply sets "
-        "(chatbot.stages.answer_weights, models/answer_scorer/README-unit-weights.md).",
+        default="learned",
+        description="Extractive, answer-first: the answer-selection terms' weights. learned: rescaled per question "
+        "type plus a typed-cue term (fresh r38 0.817->0.900, r39 0.750->0.817; unit-weights-s30.md); hand: one "
+        "set for every type, no weights file needed.",
     )
     asked_kind: Literal["model", "cues"] = Field(
         default="model",

@@ -44,13 +44,13 @@ def hit(s: Segment, dense: float) -> Hit:
     return Hit(s, dense, {"dense": dense})
 
 
-def composer(question: str, language: str):
+def composer(question: str, language: str, unit_weights: str = "hand"):
     def compose(hits):
         return compose_reply(
             question,
             hits,
             embedder=None,  # the cues scorer embeds nothing
-            settings=ComposeSettings(),
+            settings=ComposeSettings(unit_weights=unit_weights),
             language=language,
             document_segments=lambda doc_id: [],
         )

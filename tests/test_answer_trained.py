@@ -243,6 +243,8 @@ def test_cues_trained_loads_the_shipped_model_once_per_services_in_both_language
     assert asked == ["e5-onnx"]  # the vectors the head was fitted on, whatever the pipeline's embedder
     assert threads_asked == [services.settings.embedding.threads]  # the pipeline's key: one shared instance
     services.settings.compose.trained_types = []
+    assert answer_model_for(services, "cues", "en") is not None  # the learned weights' types, not trained_types
+    services.settings.compose.unit_weights = "hand"
     assert answer_model_for(services, "cues", "en") is None
 
 
@@ -260,9 +262,13 @@ def test_cues_add_the_trained_term_for_the_default_types_only_and_load_it_then(m
 
     monkeypatch.setattr(answer_first, "_trained_model", lambda services: loaded.append("e5-onnx") or trained)
     services = types.SimpleNamespace(settings=load_settings())
+    # the default weights (learned) were fitted with the term on for every type
+    assert answer_model_for(services, "cues", "it")("How much caffeine a day?", ["Have no more than 200 mg."]) == [0.25]
+    loaded.clear()
+    services.settings.compose.unit_weights = "hand"
     model = answer_model_for(services, "cues", "it")
 
-    # the default: the types the reply-set head gained on, leave-one-set-out (replies-s12.md)
+    # with the hand weights: the types the reply-set head gained on, leave-one-set-out (replies-s12.md)
     assert services.settings.compose.trained_types == ["how_long", "when", "yes_no", "why"]
     assert isinstance(model, TypedAnswerModel) and (model.probability, model.reads_heading) == (True, False)
     assert model("How much caffeine a day?", ["Have no more than 200 mg."]) is None and loaded == []

@@ -315,7 +315,7 @@ def italian_reply(text, fake_embedder, *segments):
         "La febbre nel neonato è pericolosa?",
         hits(*segments),
         embedder=fake_embedder,
-        settings=generative(),
+        settings=generative(unit_weights="hand"),  # the fallback's order below is the hand weights' (see test)
         language="it",
         llm=FakeLLM(text),
         scorer=lambda claims, evidence: [0.9] * len(claims),  # every sentence supported: only language counts
@@ -342,8 +342,9 @@ def test_an_english_generative_reply_to_an_italian_question_falls_back_to_italia
     out = italian_reply("A fever in a baby under 3 months needs a doctor.", fake_embedder, FEBBRE, FEVER)
 
     assert (out.mode, out.trace["fallback"]) == ("extractive", "reply in en, not in the patient's it")
-    # the answer-first composer: the rule that answers "è pericolosa?" opens; the measuring tip (it names
-    # "febbre") fills the length limit after it
+    # the answer-first composer, hand weights: the rule that answers "è pericolosa?" opens; the measuring tip (it
+    # names "febbre") fills the length limit after it. The learned weights rank the two 3.27 / 3.15 the other way
+    # (the tip's typed cue); both sentences are in the reply either way
     assert (out.text, out.language_note) == (
         "Con la febbre sotto i 3 mesi chiama il medico. La febbre si misura sotto l'ascella.",
         None,
