@@ -201,6 +201,23 @@ def test_urgent_message_language_and_self_harm_text_first():
         ("cosa ha detto il medico sulla vitamina D?", None),
         ("what dose of Clexane should I inject? I weigh 80 kg", "dosage"),
         ("prendo eutirox 50, devo salire a 75?", "dosage"),
+        # where it is bought, a typo match and a medicine's name are not a dose asked; tablets or drops of a
+        # supplement whose usual daily amount the cards give are general guidance; "why do I have" asks a reason
+        ("la gine mi ha detto di prendere l'acido folico, in farmacia ce ne sono tanti, che dose devo prendere?", None),
+        ("quanta vitamina d in gravidanza? in farmacia ci sono gocce di tutti i dosaggi", None),
+        ("the calcium tablets I bought are 1000mg, how much calcium can the body absorb at once?", None),
+        ("I'm lactose intolerant, how much milk should I drink?", None),
+        ("dr put me on low dose aspirin bc of pre eclampsia risk, how long do i take it for?", None),
+        ("il medico parla di aspirina a basso dosaggio, da quando si prende?", None),
+        ("how much vitamin D drops should a breastfed baby get?", None),
+        ("why do I have heartburn all the time now?", None),
+        ("perche ho cosi tanta nausea la sera?", None),
+        # a medicine beside the supplement, a pharmacist's product or a low dose asked for still count
+        ("how many iron tablets and folic acid tablets can I give my 3 year old?", "dosage"),
+        ("my 2 year old ate some of my contraceptive pills and folic acid, how many is too many?", "dosage"),
+        ("in farmacia mi hanno dato la tachipirina, quanta ne do a mio figlio di 12 chili?", "dosage"),
+        ("how much low dose aspirin should I take a day?", "dosage"),
+        ("do I have pre-eclampsia? my feet are swollen", "diagnosis"),
     ],
 )
 def test_detect_personal_request(text, kind):

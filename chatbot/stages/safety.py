@@ -77,7 +77,8 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "cardioaspirina", "bentelan", "betamethasone", "betametasone", "cortison*", "prednisolone", "fenistil",
         "piriton", "cetirizin*", "loratadin*", "omeprazol*", "lansoprazol*", "ranitidin*", "metoclopramid*",
         "plasil", "ondansetron", "domperidon*", "peridon", "cyclizine", "buccastem", "folina", "ferrograd",
-        "iron supplement*", "integratore di ferro", "lactulose", "movicol", "dioralyte", "infacol",
+        "iron supplement*", "integratore di ferro", "lactulose", "movicol", "dioralyte", "infacol", "contracepti*",
+        "anticoncezional*",
     ],
     "PERSONAL_PARAM": [
         "kg", "kilo*", "weigh*", "pounds", "lbs", "stone", "babyagenewborn", "babyageolder", "year old",
@@ -89,8 +90,15 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "mio figlio", "mia figlia", "il mio bambino",
     ],
 }  # fmt: skip
+_NOT_DRUG = frozenset({"farmacia", "farmacie", "farmacista", "farmacisti", "farmaceutico", "lactose", "lattosio"})
+_LOW = frozenset({"low", "basso", "bassa", "bassi", "basse", "minidose"})
+_FORMS = frozenset({"tablets", "pills", "drops", "gocce", "compress*", "pastigli*", "folina"})
+_SUPPLEMENTS = [
+    "folic acid", "folate", "acido folico", "folato", "vitamin d", "vitamina d", "calcium", "calcio", "iodine",
+    "iodio", "vitamin b12", "vitamina b12", "omega 3", "dha",
+]  # fmt: skip
 _REQUEST_LEXICON = Lexicon(
-    (w for terms in _REQUEST_CONCEPTS.values() for term in terms for w in term.split()),
+    (w for terms in [*_REQUEST_CONCEPTS.values(), _SUPPLEMENTS] for term in terms for w in term.split()),
     real_words=_FUNCTION_WORDS | {"momento", "pulls", "senza"},
 )
 
@@ -103,10 +111,18 @@ def detect_personal_request(text: str) -> str | None:
     """
     toks = tokens(text)[:400]
     found = {name: find_terms(_REQUEST_LEXICON, name, terms, toks) for name, terms in _REQUEST_CONCEPTS.items()}
+    # "farmacia" is where you buy it, "lactose" is not "lactulose" (a typo match); "low dose aspirin" names a
+    # medicine, it does not ask for a dose
+    found["DRUG"] = [m for m in found["DRUG"] if " ".join(toks[m.start : m.end]) not in _NOT_DRUG]
+    found["DOSE_Q"] = [m for m in found["DOSE_Q"] if not (m.start and toks[m.start - 1] in _LOW)]
+    # tablets or drops of a supplement the cards give the usual daily amount of: general guidance, not a dose
+    forms_only = all(m.term in _FORMS for m in found["DRUG"])
+    if forms_only and find_terms(_REQUEST_LEXICON, "SUPPLEMENT", _SUPPLEMENTS, toks):
+        found["DRUG"] = []
     if found["DOSE_Q"] and found["DRUG"] and (found["PERSONAL_PARAM"] or clause_fires(found, ("DOSE_Q", "DRUG"), 6)):
         return "dosage"
     # "do I have to ...", "does my baby have to ..." ask what to do, not what I have; "when does my baby have her
-    # vaccinations" asks for a schedule
+    # vaccinations" asks for a schedule; "why do I have heartburn now" asks for a reason
     if any(
         not (m.term.split()[-1] in ("have", "got") and m.end < len(toks) and toks[m.end] == "to")
         and not (m.start and toks[m.start - 1] in _SCHEDULE_WORDS)
@@ -116,7 +132,7 @@ def detect_personal_request(text: str) -> str | None:
     return None
 
 
-_SCHEDULE_WORDS = frozenset({"when", "quando"})
+_SCHEDULE_WORDS = frozenset({"when", "quando", "why", "perche"})
 
 
 # -- content words (the language itself is read by chatbot.language) -----------------------------------
