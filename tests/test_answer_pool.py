@@ -104,6 +104,18 @@ def test_the_italian_card_keeps_winning_the_coffee_question_and_the_links_are_un
     assert composed.trace["answer_pool"] == {"doc_id": "caffeine", "dense": 0.84, "joined": False}
 
 
+def test_with_the_learned_weights_the_coffee_question_still_opens_with_the_limit() -> None:
+    # the learned weights trust the document rank: the first card's alcohol sentence (no word of the question,
+    # no cue) outscores the caffeine limit (2.04 / 1.85), and answer_first.speaks_first puts the limit first
+    question = "Posso bere caffè in gravidanza?"
+    top = [hit(ALCOL, 0.86), hit(FEBBRE, 0.85), hit(CAFFE, 0.846)]
+
+    composed = composer(question, "it", unit_weights="learned")(top)
+
+    assert composed.text.startswith("Non superare i 200 milligrammi di caffeina al giorno.")
+    assert composed.trace["attempts"][0]["answer"]["doc_id"] == "caffe-it"
+
+
 def test_an_english_question_and_a_one_language_corpus_take_nothing_from_the_pool() -> None:
     question = "How much caffeine can I have?"
     top = [hit(CAFFEINE, 0.9), hit(TEA, 0.85), hit(WINE, 0.8)]

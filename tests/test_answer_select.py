@@ -974,3 +974,55 @@ def test_the_answer_memorys_key_phrase_opens_the_reply_from_the_first_link_only(
     )
     assert moved.detail["answer"]["lead"]["used"] is False
     assert not moved.text.startswith("Large amounts")
+
+
+def test_a_unit_that_speaks_to_the_question_opens_before_one_that_only_ranks_high() -> None:
+    from chatbot.stages.answer_first import speaks_first
+
+    def unit(text: str, doc: str, **parts: float) -> Candidate:
+        return Candidate(text, doc, f"{doc}#0", 0, 0, 0, 0, parts=parts)
+
+    rank_only = unit("Alcohol reaches the baby through the placenta.", "alcohol", document=1.7, retrieved=0.25)
+    cue = unit("Have no more than 200 mg a day.", "caffeine", cue=0.6, document=0.1)
+    word = unit("Coffee and tea both contain caffeine.", "caffeine", overlap=0.5)
+    heading = unit("Up to two mugs of instant coffee.", "caffeine", heading=0.3)
+
+    assert speaks_first([rank_only, word, cue]) == [word, rank_only, cue]  # the best that speaks, not the best cue
+    assert speaks_first([rank_only, heading]) == [heading, rank_only]
+    assert speaks_first([cue, rank_only, word]) == [cue, rank_only, word]  # the top one speaks: unchanged
+    only = unit("Alcohol is not safe.", "alcohol", document=1.7, typed=0.02)  # a typed cue alone is not enough
+    assert speaks_first([only, rank_only]) == [only, rank_only]  # none speaks: unchanged
+    assert speaks_first([]) == []
+
+
+def test_the_default_compose_settings_allow_six_pieces_within_the_length_limit() -> None:
+    from chatbot.settings import ComposeSettings
+
+    tips = [
+        "Eat small meals often.",
+        "Sip water between meals.",
+        "Avoid spicy food late.",
+        "Sit up after eating.",
+        "Chew ginger biscuits slowly.",
+        "Rest before dinner.",
+        "Keep crackers by the bed.",
+        "Walk after lunch.",
+    ]
+
+    def unit(k: int) -> Candidate:
+        u = Candidate(tips[k], "meals", "meals#0", 0, 0, k, k)
+        u.score, u.parts = 3.0 - k / 100, {"cue": 0.6, "overlap": 0.5}
+        return u
+
+    ranked = [unit(k) for k in range(8)]
+    cfg = ComposeSettings()
+    chosen = select_units(
+        "What should I eat to help small meals?", "what_to_do", ranked, cfg.max_chars, cfg.max_sentences
+    )
+    assert cfg.max_sentences == 6
+    assert [u.first for u in chosen] == [0, 1, 2, 3, 4, 5]
+    # the length limit still holds: 600 characters take fewer of them when each is long
+    long = [unit(k) for k in range(8)]
+    for u in long:
+        u.text = u.text + " " + "x" * 150
+    assert len(select_units("What should I eat to help small meals?", "what_to_do", long, 600, 6)) == 3  # 3 x ~175
