@@ -1026,3 +1026,58 @@ def test_the_default_compose_settings_allow_six_pieces_within_the_length_limit()
     for u in long:
         u.text = u.text + " " + "x" * 150
     assert len(select_units("What should I eat to help small meals?", "what_to_do", long, 600, 6)) == 3  # 3 x ~175
+
+
+SCAN = "Ultrasound scans"
+DATING = seg(
+    "scans",
+    0,
+    "The dating scan (around 10 to 14 weeks)",
+    "The first scan checks how many weeks pregnant you are.",
+    SCAN,
+)
+ANOMALY = seg(
+    "scans",
+    1,
+    "The anomaly scan (around 18 to 21 weeks)",
+    "The second scan looks in detail at the baby's body and organs. Most scans show everything as expected.",
+    SCAN,
+)
+
+
+def test_a_when_answer_without_a_time_is_shown_under_the_heading_that_has_it() -> None:
+    from chatbot.settings import ComposeSettings
+    from chatbot.stages.compose import compose_reply
+
+    out = compose_reply(
+        "when is the scan that looks at the baby's body in detail?",
+        hits(ANOMALY, DATING),
+        embedder=None,
+        settings=ComposeSettings(),
+        document_segments=lambda doc_id: [DATING, ANOMALY],
+    )
+
+    assert out.text.startswith(
+        "The anomaly scan (around 18 to 21 weeks)\nThe second scan looks in detail at the baby's body and organs."
+    )
+    attempt = out.trace["attempts"][-1]
+    assert attempt["validators"][0]["outcome"] == "pass"  # heading + sentence are certified, nothing dropped
+    assert attempt["answer"]["text"].startswith("The anomaly scan (around 18 to 21 weeks)\n")
+
+
+def test_only_a_timing_question_whose_answer_lacks_the_time_gets_the_heading() -> None:
+    from chatbot.stages.answer_first import under_heading
+
+    def unit(text: str, heading: str, is_list: bool = False) -> Candidate:
+        return Candidate(text, "scans", "scans#1", 0, 1, 0, 0, heading=heading, is_list=is_list)
+
+    body = unit("The second scan looks in detail at the baby's body.", "The anomaly scan (around 18 to 21 weeks)")
+    assert under_heading("when", body).text == (
+        "The anomaly scan (around 18 to 21 weeks)\nThe second scan looks in detail at the baby's body."
+    )
+    assert under_heading("how_long", body) is not None
+    assert under_heading("why", body) is None and under_heading("how_much", body) is None  # not a timing question
+    timed = unit("It is done between 18 and 21 weeks.", "The anomaly scan (around 18 to 21 weeks)")
+    assert under_heading("when", timed) is None  # the unit says when itself
+    assert under_heading("when", unit("The second scan looks at the body.", "The anomaly scan")) is None
+    assert under_heading("when", unit("- body\n- organs", "The anomaly scan (around 18 to 21 weeks)", True)) is None

@@ -172,6 +172,9 @@ def compose_answer_first(
         ranked = [led, *[u for u in ranked if u is not led]]
     else:
         ranked = speaks_first(ranked)
+    headed = under_heading(kind, ranked[0]) if ranked else None
+    if headed is not None:
+        ranked = [headed, *ranked[1:]]
     chosen = select_units(question, kind, ranked, max_chars, max_units, readings=readings)
     answer = chosen[0]
     pieces = [
@@ -207,6 +210,8 @@ def compose_answer_first(
         detail["answer"]["model_error"] = model.error
     used_extra = {u.segment_id for u in chosen if not u.retrieved}
     certified_extra = [s.text for s in extra if s.id in used_extra] + [s.heading for s in extra if s.id in used_extra]
+    if headed is not None and chosen[0] is headed:  # the certified heading, then the certified sentence it heads
+        certified_extra.append(headed.text)
     return Composition("extractive", join_units(chosen), note, pieces, detail, certified_extra)
 
 
@@ -223,6 +228,24 @@ def speaks_first(ranked: Sequence[Any]) -> list[Any]:
 
 def _speaks(unit: Any) -> bool:
     return any(unit.parts.get(term, 0) > 0 for term in ("cue", "overlap", "heading"))
+
+
+HEADED_KINDS = ("when", "how_long")
+
+
+def under_heading(kind: str, unit: Any) -> Any | None:
+    """``unit`` shown under its section heading when the heading holds the timing asked for and the unit does not
+    ("The anomaly scan (around 18 to 21 weeks)" above "The second routine scan ... looks in detail at ..."), else
+    None. Both lines are certified text; lists already show what introduces them."""
+    from dataclasses import replace
+
+    from chatbot.stages.answer_cues import cue_score
+
+    if kind not in HEADED_KINDS or unit.is_list or not unit.heading or unit.text.startswith(unit.heading):
+        return None
+    if cue_score(kind, unit.heading) <= 0 or cue_score(kind, unit.text) > 0:
+        return None
+    return replace(unit, text=f"{unit.heading}\n{unit.text}")
 
 
 def lead_unit(ranked: Sequence[Any], lead: Any, first: str) -> Any | None:
