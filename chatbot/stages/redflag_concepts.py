@@ -149,6 +149,34 @@ CONCEPTS: dict[str, list[str]] = {
         "throat * closing", "throat closing", "throat is closing", "gola si chiude", "gola si sta chiudendo",
         "chiude la gola", "chiudendo la gola",
     ],
+    # session 31: a known allergy or an allergen named with a breathing or throat sign; a sting with faintness
+    # (NHS anaphylaxis: call 999 for breathing or throat signs, feeling faint or lightheaded, clammy skin, confusion)
+    "ALLERGIC": [
+        "allergic", "allergy", "allergies", "allergico", "allergica", "allergici", "allergiche", "allergia",
+        "allergie", "anaphyla*", "anafilass*", "epipen", "epi pen", "adrenaline pen", "penna di adrenalina",
+    ],
+    # the allergy ruled out ("era reflusso non allergia", "no allergies"): cancels allergic_reaction_breathing
+    "NOT_ALLERGIC": [
+        "not an allergy", "not allergic", "no allergies", "no allergy", "not allergies", "non allergia",
+        "non e allergia", "non era allergia", "non e un allergia", "non era un allergia", "niente allergie",
+        "nessuna allergia", "non allergico", "non allergica", "non sono allergic*", "non e allergic*",
+    ],
+    "THROAT_TIGHT": [
+        "tight*", "closing", "closed", "swell*", "swollen", "strett*", "stringe", "chius*", "chiud*", "gonfi*",
+    ],
+    "CHEST_TIGHT": [
+        "tight chest", "chest is tight", "chest feels tight", "chest feeling tight", "chest tight", "petto chiuso",
+        "petto stretto", "oppressione al petto", "peso sul petto", "mi stringe il petto",
+    ],
+    "STING": [
+        "stung", "sting", "stings", "stinger", "wasp*", "bee", "bees", "hornet*", "vespa", "vespe", "ape", "api",
+        "calabron*", "punto da", "punta da", "puntura", "punture", "pungiglione",
+    ],
+    "FAINT_SIGN": [
+        "clammy", "lightheaded", "light headed", "faint", "feels faint", "feeling faint", "dizzy", "muddled",
+        "confused", "went down", "sudato freddo", "sudata fredda", "sudore freddo", "gira la testa",
+        "giramenti di testa", "capogiro", "svenire", "confus*", "stordit*", "pallid*", "grey", "gray",
+    ],
     "STROKE_SIGN": [
         "face droop*", "drooping face", "droopy face", "face is drooping", "face has dropped", "face dropped",
         "one side of my face", "one side of his face", "one side of her face", "side of face",

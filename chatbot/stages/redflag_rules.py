@@ -23,6 +23,7 @@ VETO: dict[str, tuple[str, ...]] = {
     "reduced_fetal_movements": ("TOO_EARLY_TO_FEEL",),
     "itching_in_late_pregnancy": ("HANDS_FEET_FINE",),
     "battery_or_magnet_missing": ("NONE_GONE",),
+    "allergic_reaction_breathing": ("NOT_ALLERGIC",),
 }
 RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
     "bleeding_in_pregnancy": [
@@ -78,6 +79,12 @@ RED_FLAG_RULES: dict[str, list[list[Clause]]] = {
         [(("THROAT_CLOSING",), None)],
     ],
     "cord_prolapse": [[(("CORD_PROLAPSE",), None)]],
+    # session 31 (not firm: the contextual head may veto "my allergic son wheezes with colds, is the inhaler ok?")
+    "allergic_reaction_breathing": [
+        [(("ALLERGIC",), None), (("WHEEZE|VOICE_CHANGE|SWALLOW_HARD|THROAT_CLOSING|CHEST_TIGHT|BREATHING",), None)],
+        [(("ALLERGIC",), None), (("THROAT", "THROAT_TIGHT"), 4)],
+    ],
+    "sting_with_faintness": [[(("STING",), None), (("COLLAPSE|FAINT_SIGN",), None)]],
 }
 # Rules the contextual head never vetoes (``redflags.with_context``): specific enough that no ordinary message of the
 # spent sets, the seeds or 912 ordinary reply-set questions fired them, and the head's framing read the long
@@ -122,7 +129,12 @@ NEGATABLE = frozenset(
 SYMPTOMS = NEGATABLE | {"SELF_HARM", "MOVE", "KICKS"}
 # The allergic-reaction signs a negation cancels too ("no swelling of the lips, no wheeze"); not SYMPTOMS: alone
 # ("naso chiuso", "swollen ankles") they state no danger, so they do not count for the framing (present_danger)
-NEGATED_SIGNS = frozenset("SWOLLEN THROAT_FEEL VOICE_CHANGE SWALLOW_HARD WHEEZE THROAT_CLOSING".split())
+NEGATED_SIGNS = frozenset(
+    (
+        "SWOLLEN THROAT_FEEL VOICE_CHANGE SWALLOW_HARD WHEEZE THROAT_CLOSING THROAT_TIGHT CHEST_TIGHT FAINT_SIGN "
+        "ALLERGIC"
+    ).split()
+)
 
 
 def _scoped_terms(

@@ -53,6 +53,8 @@ CATEGORY_ACTION: dict[str, str] = {
     "collapse": "emergency",
     "cord_prolapse": "emergency",
     "allergic_reaction_airway": "emergency",
+    "allergic_reaction_breathing": "emergency",
+    "sting_with_faintness": "emergency",
     "self_harm_or_harming_the_baby": "mental_health",
     "overdose": "poisoning",
     "fever_reading_under_3_months": "emergency",
@@ -65,6 +67,8 @@ CATEGORY_ACTION: dict[str, str] = {
 
 RULE_CHUNK_CHARS = 1500  # the rules read at most 400 tokens: long texts are screened in overlapping chunks
 MAX_SCREEN_CHARS = 60_000  # beyond this a message is not a patient's question; its start is screened
+# an allergic reaction reaching the airway or making someone faint: the emergency number first (NHS anaphylaxis)
+ANAPHYLAXIS = frozenset({"allergic_reaction_airway", "allergic_reaction_breathing", "sting_with_faintness"})
 RULE_ACTION_SCORE = 0.5  # a rule's action is primary unless the classifier gives another one more
 
 
@@ -228,6 +232,8 @@ def screen(question: Any, classifier: Any = _DEFAULT, context: Any = _DEFAULT) -
             scores[action] = max(scores[action], result.scores[action])
     for flag in flags:  # a rule is sure of urgency, less of the action: a confident classifier picks it
         scores[CATEGORY_ACTION[flag.category]] = max(scores[CATEGORY_ACTION[flag.category]], RULE_ACTION_SCORE)
+        if flag.category in ANAPHYLAXIS:  # 999/112 before a poisons line or a maternity unit, whatever else fired
+            scores["emergency"] = max(scores.values()) + 0.01
     fired = [a for a in ACTIONS if scores[a] > 0]
     fired.sort(key=lambda a: (-scores[a], ACTIONS.index(a)))
     return Screen(bool(fired), tuple(fired), tuple(flags), info, (time.perf_counter() - start) * 1000)
