@@ -218,6 +218,22 @@ def test_urgent_message_language_and_self_harm_text_first():
         ("in farmacia mi hanno dato la tachipirina, quanta ne do a mio figlio di 12 chili?", "dosage"),
         ("how much low dose aspirin should I take a day?", "dosage"),
         ("do I have pre-eclampsia? my feet are swollen", "diagnosis"),
+        # session 31: dose changes said with units or a target, a second tablet, a missed dose; diagnosis asked as
+        # "is this X or just Y", "ho la X secondo te", "cos'ha il mio bambino", "what is it"
+        ("on insulin for GD, should i put my night novorapid up by 2 units or 4?", "dosage"),
+        ("prendo eutirox 50, il tsh e alto. devo passare a 75 da sola?", "dosage"),
+        ("posso prendere 2 compresse di cetirizina al giorno invece di una?", "dosage"),
+        ("I forgot my labetalol this morning, should I take two tonight?", "dosage"),
+        ("is this mastitis or just a blocked duct? boob is red and hard", "diagnosis"),
+        ("mal di testa e piedi gonfi a 34 settimane, ho la preeclampsia secondo te?", "diagnosis"),
+        ("cos'ha il mio bambino? piange tutte le sere", "diagnosis"),
+        ("she has red spots that don't fade under a glass, what is it", "diagnosis"),
+        ("my hb is 9.8 at 28 weeks, am i anaemic?", "diagnosis"),
+        # ... and what still is not a personal request
+        ("I cry at everything 9 days after the birth, is this normal or something to worry about?", None),
+        ("quando mi rifanno le analisi per vedere se sono anemica?", None),
+        ("can I take 2 paracetamol tablets at once in pregnancy, what does the leaflet mean?", None),
+        ("what is it like to have an epidural?", None),
     ],
 )
 def test_detect_personal_request(text, kind):

@@ -54,14 +54,23 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "could i be having", "my blood results", "my test result", "che cos ha", "cosa mi sta succedendo",
         "cosa gli sta succedendo", "cosa le sta succedendo", "che infezione ho", "che infezione ha",
         "cosa puo avere", "che cosa puo avere", "cosa potrebbe avere", "ho fatto le analisi",
+        # session 31 (pr25's misses): "is this X or just Y", "ho la X secondo te", "cos'ha il mio bambino"
+        "is this * or", "is it * or just", "or is it something", "ho la * secondo te", "ho il * secondo te",
+        "cos ha il mio", "cos ha la mia", "cos ha mio", "cos ha mia", "am i anaemic", "am i anemic",
+        "sono anemica", "do i have anaemia", "do i have anemia",
     ],
     # only as the question's last words ("... feci con sangue, cosa ha?"; not "cosa ha detto il medico")
-    "DIAGNOSE_END": ["cosa ha", "cos ha", "che ha"],
+    "DIAGNOSE_END": ["cosa ha", "cos ha", "che ha", "what is it", "what is this", "che malattia e", "che cos e"],
     "DOSE_Q": [
         "how much", "how many", "what dose", "which dose", "what dosage", "dosage", "dose", "doses", "mg", "ml",
         "milligram*", "teaspoon*", "quanto", "quanta", "quante", "quanti", "che dose", "quale dose",
         "dosaggio", "dosi", "posologia", "ogni quanto", "how often", "how long between",
         "salire a #num", "scendere a #num", "passare a #num", "increase to #num", "go up to #num", "up to #num mg",
+        # session 31: a dose changed by units or a number, taken twice, missed
+        "up by #num", "#num units", "#num unita", "aumento a #num", "aumentarla a #num", "invece di una",
+        "invece di uno", "instead of one", "instead of #num", "prenderne #num",
+        "missed a dose", "missed dose", "missed my", "forgot to take", "forgot my", "dimenticat*", "double up",
+        "how far apart", "a distanza di",
     ],
     "DRUG": [
         "paracetamol", "acetaminophen", "tylenol", "calpol", "ibuprofen", "nurofen", "advil", "aspirin",
@@ -79,6 +88,7 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "plasil", "ondansetron", "domperidon*", "peridon", "cyclizine", "buccastem", "folina", "ferrograd",
         "iron supplement*", "integratore di ferro", "lactulose", "movicol", "dioralyte", "infacol", "contracepti*",
         "anticoncezional*",
+        "co codamol", "cocodamol", "codamol", "novorapid", "levemir", "lantus", "humalog", "humulin", "insulin*",
     ],
     "PERSONAL_PARAM": [
         "kg", "kilo*", "weigh*", "pounds", "lbs", "stone", "babyagenewborn", "babyageolder", "year old",
@@ -88,6 +98,8 @@ _REQUEST_CONCEPTS: dict[str, list[str]] = {
         "la mia dose", "il mio farmaco", "la mia terapia", "aumentare", "diminuire", "raddoppiare",
         "sto prendendo", "prendo gia", "dare a mio", "dare al mio", "dare a mia", "alla mia", "al mio",
         "mio figlio", "mia figlia", "il mio bambino",
+        "prendo", "faccio", "da sola", "da solo", "myself", "put me on", "prescribed", "prescritt*", "aumento",
+        "i m taking", "im taking", "my night", "my morning",
     ],
 }  # fmt: skip
 _NOT_DRUG = frozenset({"farmacia", "farmacie", "farmacista", "farmacisti", "farmaceutico", "lactose", "lattosio"})
@@ -126,13 +138,16 @@ def detect_personal_request(text: str) -> str | None:
     if any(
         not (m.term.split()[-1] in ("have", "got") and m.end < len(toks) and toks[m.end] == "to")
         and not (m.start and toks[m.start - 1] in _SCHEDULE_WORDS)
+        and not ("*" in m.term.split() and toks[m.start + m.term.split().index("*")] in _NOT_A_CONDITION)
         for m in found["DIAGNOSE"]
     ) or any(m.end == len(toks) for m in found["DIAGNOSE_END"]):
         return "diagnosis"
     return None
 
 
-_SCHEDULE_WORDS = frozenset({"when", "quando", "why", "perche"})
+_SCHEDULE_WORDS = frozenset({"when", "quando", "why", "perche", "if", "whether", "se"})
+# "is this normal or ...", "is it ok or just ...": asks whether it is usual, not what it is
+_NOT_A_CONDITION = frozenset({"normal", "ok", "okay", "common", "safe", "fine", "true", "usual", "bad", "serious"})
 
 
 # -- content words (the language itself is read by chatbot.language) -----------------------------------
