@@ -901,8 +901,8 @@ class ComposeSettings(_Group):
         default=6,
         ge=1,
         description="extractive: at most this many pieces (a sentence, or a list with its intro), within max_chars. "
-        "More covers more of the question but mixes in less relevant ones; 4 -> 6 on dev replays: 22+ key facts "
-        "gained, none lost (replies-pieces-s31.md).",
+        "More covers more of the question but mixes in less relevant ones; 4 -> 6 on dev replays: 19 questions "
+        "gained a key fact, none lost one (replies-pieces-s31.md).",
     )
     min_sentence_score_ratio: float = Field(
         default=0.85,

@@ -1,6 +1,7 @@
 """Why a reply missed its key fact: each question of a reply set classified by cause.
 
-``python -m evaluation.reply_misses --data SET.jsonl [--data ...] [--capture DIR] [--out FILE.md]``
+``python -m evaluation.reply_misses --data SET.jsonl [--data ...] [--capture DIR] [--out FILE.md] [--set G.F=V ...]
+[--rows FILE.jsonl]``
 
 Each question goes through ``chatbot.answer.answer`` once with the settings in force; what the composer was
 given (the question as searched, the top segments, the segments of every retrieved document) is kept in
@@ -192,7 +193,8 @@ def summary_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
         "| set | n | recall | en | it | how_much | how_long | when | yes_no | why | what_to_do |",
         "|---" * 11 + "|",
     ]
-    for name, rows in results.items():
+    every = [r for rows in results.values() for r in rows]
+    for name, rows in [("all", every), *results.items()] if len(results) > 1 else results.items():
 
         def mean(sel: list[dict[str, Any]]) -> str:
             return f"{sum(r['recall'] for r in sel) / len(sel):.3f}" if sel else "-"
@@ -211,6 +213,16 @@ def summary_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 CAUSES = ("refused", "wrong card", "card not first", "not picked", "cut by length")
+
+
+def per_query_rows(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per question (ids and numbers only, no question text) for ``evaluation.compare_runs``."""
+    return [
+        {"query_id": r["id"], "pipeline": "replies", "set": name, "language": r["language"], "type": r["type"],
+         "recall": r["recall"], "cause": r["cause"], "reply_chars": len(r.get("reply") or "")}
+        for name, rows in results.items()
+        for r in rows
+    ]  # fmt: skip
 
 
 def _cell(text: Any, limit: int = 200) -> str:
@@ -253,8 +265,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scorer", default="cues", help="compose.answer_scorer to replay with (cues, cues+trained)")
     p.add_argument("--out", type=Path, default=None, help="write the markdown breakdown here")
     p.add_argument("--json", type=Path, default=None, help="write the classified rows here")
+    p.add_argument("--rows", type=Path, default=None, help="write per-question rows (ids and numbers) here, JSONL")
+    p.add_argument(
+        "--set", action="append", default=[], help="override one setting for the replay (repeatable), GROUP.FIELD=VALUE"
+    )
     args = p.parse_args(argv)
-    settings = load_settings()
+    from evaluation.harness import apply_overrides
+
+    settings = apply_overrides(load_settings(), args.set)
     sets = [(path.stem, load_reply_set(path)) for path in args.data]
     captures: dict[str, dict[str, Any]] = {}
     services = None
@@ -284,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text("\n".join([*lines, "", *miss_lines(results), ""]), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    if args.rows:
+        args.rows.write_text("".join(json.dumps(r) + "\n" for r in per_query_rows(results)), encoding="utf-8")
     return 0
 
 
