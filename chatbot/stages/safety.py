@@ -137,7 +137,7 @@ def detect_personal_request(text: str) -> str | None:
     # vaccinations" asks for a schedule; "why do I have heartburn now" asks for a reason
     if any(
         not (m.term.split()[-1] in ("have", "got") and m.end < len(toks) and toks[m.end] == "to")
-        and not (m.start and toks[m.start - 1] in _SCHEDULE_WORDS)
+        and not (m.start and toks[m.start - 1] in _NOT_ASKED_AFTER)
         and not ("*" in m.term.split() and toks[m.start + m.term.split().index("*")] in _NOT_A_CONDITION)
         for m in found["DIAGNOSE"]
     ) or any(m.end == len(toks) for m in found["DIAGNOSE_END"]):
@@ -145,7 +145,8 @@ def detect_personal_request(text: str) -> str | None:
     return None
 
 
-_SCHEDULE_WORDS = frozenset({"when", "quando", "why", "perche", "if", "whether", "se"})
+# a diagnosis phrase right after these words asks a schedule, a reason or a condition, not what one has
+_NOT_ASKED_AFTER = frozenset({"when", "quando", "why", "perche", "if", "whether", "se"})
 # "is this normal or ...", "is it ok or just ...": asks whether it is usual, not what it is
 _NOT_A_CONDITION = frozenset({"normal", "ok", "okay", "common", "safe", "fine", "true", "usual", "bad", "serious"})
 
