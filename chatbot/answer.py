@@ -154,8 +154,9 @@ def _answer(
     chosen = route(query, pipeline, services.settings)
     pipeline = chosen.pipeline
     refresh_caches(services)
-    searched = query  # retrieval.patient_words: an English question with the cards' words for its patient words
-    if services.settings.retrieval.patient_words and not chosen.excluded:
+    searched = query  # retrieval.patient_words: a question with the cards' words for its patient words (its language's)
+    words_cfg = services.settings.retrieval
+    if words_cfg.patient_words and lang.language in words_cfg.patient_words_languages and not chosen.excluded:
         from chatbot.patient_words import with_card_words
 
         searched, safety_trace["patient_words"] = with_card_words(query, lang.language)

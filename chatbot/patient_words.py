@@ -1,7 +1,8 @@
-"""Everyday words patients type for what the English cards call otherwise: "jabs" where a card says "vaccines",
-"a glass of prosecco" where it says "alcohol". A hand-written list (``chatbot/data/patient-words-en/*.tsv``,
-``patient words<TAB>card words``, each card's words found in that card's text) adds the card's words to an English
-question (``expand``), so it is searched, judged and composed in the cards' own words too
+"""Everyday words patients type for what the cards call otherwise: "jabs" where a card says "vaccines", "a glass of
+prosecco" where it says "alcohol", "pipì" where an Italian card says "urine". A hand-written list per question
+language (``chatbot/data/patient-words-<language>/*.tsv``, ``patient words<TAB>card words``, each card's words found
+in that card's text: English words for the English cards, Italian words for the Italian ones) adds the card's words
+to a question (``expand``), so it is searched, judged and composed in the cards' own words too
 (retrieval.patient_words, ``with_card_words``). Nothing here is shown to a patient."""
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from typing import Any
 from chatbot.gloss import read_folder, words
 
 MAX_PHRASE = 4  # words in the longest patient phrase that is looked up
-LANGUAGES = ("en",)  # the question languages there are lists for: English words for the English cards
+LANGUAGES = ("en", "it")  # the question languages there are lists for (each for the cards in its own language)
 
 
 @dataclass(frozen=True)
 class Expansion:
-    """An English question with the cards' words for its patient words appended, and which phrases matched."""
+    """A question with the cards' words for its patient words appended, and which phrases matched."""
 
     text: str
     matched: tuple[tuple[str, str], ...]  # (patient phrase as typed, card words added)
@@ -70,11 +71,11 @@ class PatientWords:
 
 
 @lru_cache(maxsize=4)
-def load_patient_words(folder: str | None = None) -> PatientWords:
-    """The list of every ``*.tsv`` in ``folder`` (default: the shipped ``chatbot/data/patient-words-en``)."""
+def load_patient_words(folder: str | None = None, language: str = "en") -> PatientWords:
+    """The list of every ``*.tsv`` in ``folder`` (default: the shipped ``chatbot/data/patient-words-<language>``)."""
     from chatbot.resources import patient_words_dir
 
-    root = Path(folder) if folder else patient_words_dir()
+    root = Path(folder) if folder else patient_words_dir(language)
     return PatientWords.from_pairs(read_folder(root, "patient-word", "patient words<TAB>card words"))
 
 
@@ -84,7 +85,7 @@ def with_card_words(question: str, language: str) -> tuple[str, dict[str, Any] |
     if language not in LANGUAGES:
         return question, None
     try:
-        expansion = load_patient_words().expand(question)
+        expansion = load_patient_words(language=language).expand(question)
     except (OSError, ValueError) as exc:
         return question, {"error": str(exc)}
     return expansion.text, {"matched": [list(m) for m in expansion.matched]} if expansion.matched else None

@@ -73,9 +73,10 @@ def gloss_dir() -> Path:
     return _package_dir("chatbot") / "data" / "gloss-it-en"
 
 
-def patient_words_dir() -> Path:
-    """English patients' words for the cards' terms (``chatbot/data/patient-words-en/*.tsv``, chatbot.patient_words)."""
-    return _package_dir("chatbot") / "data" / "patient-words-en"
+def patient_words_dir(language: str = "en") -> Path:
+    """Patients' words for the cards' terms in one language (``chatbot/data/patient-words-<language>/*.tsv``,
+    chatbot.patient_words)."""
+    return _package_dir("chatbot") / "data" / f"patient-words-{language}"
 
 
 def migrations_dir() -> Path:

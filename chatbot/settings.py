@@ -220,6 +220,12 @@ class RetrievalSettings(_Group):
         "words appended ('first jabs' + 'vaccines'; chatbot.patient_words). Fresh gate set: 36 -> 42 of 45 in scope "
         "answered, out of scope unchanged; fresh replies 0/1 (patient-words-s22.md). Off: as typed.",
     )
+    patient_words_languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Question languages patient_words expands, each with its own list (chatbot/data/patient-words-"
+        "<language>). 'it' (325 Italian entries for the Italian cards) changed no key fact, link or gate decision on "
+        "fresh sets (240 replies, 200 gate messages; patient-words-it-s32.md), so it is opt-in.",
+    )
     card_memory: bool = Field(
         default=True,
         description="Link first (and answer from) the card of the nearest labelled question within card_memory_tau "

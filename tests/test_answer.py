@@ -410,3 +410,22 @@ def test_the_composer_gets_the_kind_of_answer_the_asked_kind_setting_reads(servi
 
     assert result["status"] == "answered"
     assert result["trace"]["compose"]["attempts"][-1]["answer"]["question_type"] == kind
+
+
+def test_patient_words_expand_only_the_languages_the_setting_names(services, monkeypatch):
+    import chatbot.patient_words
+    from chatbot.patient_words import PatientWords
+
+    lists = {
+        "en": PatientWords.from_pairs([("wheezy", "asthma")]),
+        "it": PatientWords.from_pairs([("tossetta", "asma")]),
+    }
+    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None, language="en": lists[language])
+    italian = "Mio figlio ha una tossetta leggera di notte quando dorme, cosa posso fare?"
+
+    assert answer(italian, services)["trace"]["safety"].get("patient_words") is None  # default: English only
+    assert answer("Why is my child wheezy at night?", services)["trace"]["safety"]["patient_words"] == {
+        "matched": [["wheezy", "asthma"]]
+    }
+    services.settings.retrieval.patient_words_languages = ["en", "it"]
+    assert answer(italian, services)["trace"]["safety"]["patient_words"] == {"matched": [["tossetta", "asma"]]}

@@ -127,6 +127,7 @@ def test_the_wheel_carries_the_shipped_files_and_no_development_files(installed)
         "chatbot/_shipped/prompts/cot_hydoc.txt",
         "chatbot/logical/calibration.json",
         "chatbot/logical/data/synonyms.tsv",
+        "chatbot/data/patient-words-it/cards.tsv",
         "chatbot/store/migrations/env.py",
         "chatbot/store/migrations/script.py.mako",
         "chatbot/store/migrations/versions/0001_initial_schema.py",

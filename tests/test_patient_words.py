@@ -1,5 +1,5 @@
-"""chatbot.patient_words with a hand-made list and with the shipped one, and retrieval.patient_words' expansion of
-English questions (chatbot.patient_words.with_card_words)."""
+"""chatbot.patient_words with hand-made lists and with the shipped ones, and retrieval.patient_words' expansion of
+English and Italian questions, each with its own language's list (chatbot.patient_words.with_card_words)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,30 @@ def test_the_shipped_list_reads_and_maps_patient_words_to_card_words() -> None:
     assert words.expand("when does my baby get her first jabs").text.endswith("jabs vaccines")
 
 
-def test_with_card_words_expands_english_questions_only(monkeypatch) -> None:
+TINY_IT = PatientWords.from_pairs([("pipi", "urine"), ("papa", "padri"), ("mi viene da rimettere", "vomito")])
+
+
+def test_with_card_words_reads_each_language_with_its_own_list(monkeypatch) -> None:
     from chatbot.patient_words import with_card_words
 
-    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None: TINY)
+    lists = {"en": TINY, "it": TINY_IT}
+    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None, language="en": lists[language])
     assert with_card_words("first jabs?", "en") == ("first jabs? vaccinations", {"matched": [["jabs", "vaccinations"]]})
     assert with_card_words("how long does labour last?", "en") == ("how long does labour last?", None)
-    assert with_card_words("un bicchiere di vino?", "it") == ("un bicchiere di vino?", None)
+    assert with_card_words("Anche il papà?", "it") == ("Anche il papà? padri", {"matched": [["papa", "padri"]]})
+    assert with_card_words("mi viene da rimettere, la pipì è scura", "it") == (
+        "mi viene da rimettere, la pipì è scura vomito urine",
+        {"matched": [["mi viene da rimettere", "vomito"], ["pipi", "urine"]]},
+    )
+    assert with_card_words("un bicchiere di vino?", "it") == ("un bicchiere di vino?", None)  # "vino": no Italian entry
+    assert with_card_words("first jabs?", "fr") == ("first jabs?", None)  # no list for that language
+
+
+def test_the_shipped_italian_list_maps_to_italian_card_words() -> None:
+    words = load_patient_words(language="it")
+    assert len(words.entries) > 300
+    assert words.expand("la depressione può venire anche al papà?").text.endswith("papà? padri")
+    assert words.expand("sono toxo negativa, posso mangiare il salame?").matched == (("toxo negativa", "toxoplasmosi"),)
 
 
 def test_with_card_words_and_a_broken_list_keep_the_question_and_say_why(monkeypatch, tmp_path) -> None:
@@ -51,7 +68,9 @@ def test_with_card_words_and_a_broken_list_keep_the_question_and_say_why(monkeyp
 
     (tmp_path / "bad.tsv").write_text("jabs\n", encoding="utf-8")
     read = load_patient_words.__wrapped__
-    monkeypatch.setattr(chatbot.patient_words, "load_patient_words", lambda folder=None: read(str(tmp_path)))
+    monkeypatch.setattr(
+        chatbot.patient_words, "load_patient_words", lambda folder=None, language="en": read(str(tmp_path))
+    )
     text, trace = with_card_words("first jabs?", "en")
     assert text == "first jabs?"
     assert trace["error"].endswith("bad.tsv:1: expected 'patient words<TAB>card words', got 'jabs'")

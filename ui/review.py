@@ -109,7 +109,7 @@ def gloss_line(trace: dict[str, Any]) -> str | None:
 
 
 def patient_words_line(trace: dict[str, Any]) -> str | None:
-    """When an English question was searched with the cards' words for its patient words (retrieval.patient_words):
+    """When a question was searched with the cards' words for its patient words (retrieval.patient_words):
     which words were read as which, so a clinician checks the reading; None otherwise."""
     matched = ((trace.get("safety") or {}).get("patient_words") or {}).get("matched") or []
     if not matched:
