@@ -31,6 +31,10 @@ CONJUNCTIONS = frozenset(
 )
 # a trigger opens a scope; (trigger, next word) pairs that are pseudo-negations do not
 TRIGGERS = frozenset("no not never without nessun nessuna nessuno niente nulla senza nemmeno neanche".split())
+# A denial after its subject, English only: "waters have not gone", "waters haven't broken" (the verbs of an event
+# the subject names; not "have not stopped", which states the danger)
+POST_AUX = frozenset({"have", "has", "had"})
+POST_DENIED = frozenset({"gone", "broken", "burst", "broke", "leaked"})
 PSEUDO_NEXT: dict[str, frozenset[str]] = {
     "no": frozenset(
         "longer better worse idea matter way one sign doubt i im she he it my the we they this that".split()
@@ -157,6 +161,10 @@ def negated(toks: Sequence[str], clauses: Sequence[int]) -> list[bool]:
     out = [False] * len(toks)
     n = len(toks)
     for i, tok in enumerate(toks):
+        # "my waters haven't gone / have not broken": the denial follows its subject (at most 3 words back)
+        if tok == "not" and 0 < i < n - 1 and toks[i - 1] in POST_AUX and toks[i + 1] in POST_DENIED:
+            for k in range(max(0, i - 4), i - 1):
+                out[k] = out[k] or clauses[k] == clauses[i]
         start = None
         if tok in TRIGGERS:
             nxt = toks[i + 1] if i + 1 < n else ""
