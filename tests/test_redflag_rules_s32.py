@@ -45,3 +45,19 @@ def test_the_denial_after_its_subject_reaches_three_words_back_in_its_clause_onl
     assert [t for t, n in zip(toks, negated, strict=True) if n] == ["my", "waters", "gone"]
     toks, clauses = scope.clause_tokens("bleeding has not stopped")  # "stopped" is no event of the subject
     assert not any(scope.negated(toks, clauses))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mio figlio ha 11 mesi, come devo tagliare l'uva per non farlo strozzare?", []),  # not "tagliarmi"
+        ("come si tagliano le unghie al neonato? devo tagliare dritto?", []),
+        ("non bevo latte: in quali altri cibi trovo il calcio? sono incinta di 5 mesi", []),  # not "quasi", kicks
+        ("no bleeding, no pain, no fever, baby moving a lot at 31 weeks, when do I pack my bag?", []),  # not "fewer"
+        ("a 30 settimane il bimbo non si muove quasi piu da ieri", ["reduced_fetal_movements"]),
+        ("fewer kicks than usual today at 34 weeks", ["reduced_fetal_movements"]),
+        ("ho voglia di tagliarmi", ["self_harm_or_harming_the_baby"]),
+    ],
+)  # fmt: skip
+def test_common_real_words_are_not_typos_of_other_alarm_words(text: str, expected: list[str]) -> None:
+    assert categories(text) == expected

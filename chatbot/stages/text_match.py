@@ -98,7 +98,9 @@ _NOT_TYPOS = frozenset(
     "weeding feeding fitted chess chase cheat check cheek moving boring loving living lesson lessen blend "
     "blond bloom blow flood floor feet fees stroke strike strokes stocks moved mover mowed sleep steep start "
     "stare stairs sports shots slots version leads quite forse vita visto macchine patto molti molte tanti "
-    "tante blood bloods molto tagliarli tagliarle tagliarlo tagliarla togliermi togliersi togliere pareri"
+    "tante blood bloods molto tagliarli tagliarle tagliarlo tagliarla togliermi togliersi togliere pareri "
+    "faccio posso prima quanto fever there better feels pero preso penso spesso quali visita cold porto primo child "
+    "breathing breastfeeding swallowed tagliare sentire diventato scorsa addormentata della"
     .split()
 )  # fmt: skip
 
