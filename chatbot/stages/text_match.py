@@ -92,7 +92,7 @@ def allowed_edits(length: int) -> int:
     return 0 if length < 5 else 1 if length < 9 else 2
 
 
-# Real words one edit away from a pattern word that must never count as its typo.
+# Real words within typo distance of a pattern word (one or two edits) that must never count as its typo.
 _NOT_TYPOS = frozenset(
     "fewer never seven lever river fiver clever breeding breed breeds leading reading heading needing seeding "
     "weeding feeding fitted chess chase cheat check cheek moving boring loving living lesson lessen blend "
