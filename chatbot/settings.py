@@ -892,10 +892,11 @@ class ComposeSettings(_Group):
         "remove unsupported sentences or fall back (fluent, only as safe as the support check).",
     )
     max_chars: int = Field(
-        default=600,
+        default=700,
         ge=80,
         description="Length limit of the composed reply (the reply-length validator cuts at a sentence "
-        "boundary). Longer gives more context, shorter is easier to read on a phone; 600 is 3-4 sentences.",
+        "boundary). Longer gives more context, shorter is easier to read on a phone; 700 is 4-5 sentences "
+        "(600 -> 700: spent-set replay 0.895 -> 0.904, mean reply 463 -> 509 chars; reply-length-s33.md).",
     )
     urgent_in_limit: bool = Field(
         default=False,

@@ -615,6 +615,6 @@ def test_the_answer_json_carries_each_validators_outcome(services):
     assert result["trace"]["validators"] == [
         {"mode": "extractive", "validator": "verbatim-certified", "outcome": "pass", "sentences": 1},
         {"mode": "extractive", "validator": "certified-contacts-only", "outcome": "pass", "uncertified": []},
-        {"mode": "extractive", "validator": "reply-length", "outcome": "pass", "chars": 33, "limit": 600},
+        {"mode": "extractive", "validator": "reply-length", "outcome": "pass", "chars": 33, "limit": 700},
     ]
     assert result["trace"]["compose"]["mode_used"] == "extractive"
