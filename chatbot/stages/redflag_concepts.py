@@ -69,7 +69,11 @@ CONCEPTS: dict[str, list[str]] = {
     ],
     "MOVE": [
         "move*", "moving", "movement*", "kick*", "wriggl*", "flutter*", "active", "activity", "movimen*",
-        "muov*", "muove", "calci", "calcio", "calcetti", "scalci*",
+        "muov*", "muove", "calci", "calcetti", "scalci*",
+        # "calcio" alone is also calcium ("quanto calcio serve al giorno? ... non prendo latte" fired reduced fetal
+        # movements on three calm reply-set questions, session 33): a kick only with an article or the baby
+        "un calcio", "nessun calcio", "qualche calcio", "il suo calcio", "calcio del bambino", "calcio del bimbo",
+        "calcio della bambina", "calcio della bimba",
     ],
     "KICKS": ["kick*", "calci", "calcetti", "scalci*"],
     "TOO_EARLY_TO_FEEL": ["#lt20 week*|wk*|wks|settiman*"],
