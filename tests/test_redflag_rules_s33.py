@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatbot.stages.redflag_rules import detect_red_flags
-
-
-def categories(text: str) -> list[str]:
-    return sorted({flag.category for flag in detect_red_flags(text)})
+from tests.redflag_categories import categories
 
 
 @pytest.mark.parametrize(

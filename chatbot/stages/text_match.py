@@ -100,7 +100,7 @@ _NOT_TYPOS = frozenset(
     "stare stairs sports shots slots version leads quite forse vita visto macchine patto molti molte tanti "
     "tante blood bloods molto tagliarli tagliarle tagliarlo tagliarla togliermi togliersi togliere pareri "
     "faccio posso prima quanto fever there better feels pero preso penso spesso quali visita cold porto primo child "
-    "breathing breastfeeding swallowed tagliare sentire diventato scorsa addormentata della calcio"
+    "breathing breastfeeding swallowed tagliare sentire diventato scorsa addormentata della"
     .split()
 )  # fmt: skip
 
