@@ -36,6 +36,7 @@ import numpy as np
 
 from evaluation.answer_scorer_loso import C, fit_head, reply_pairs, save_head, sign_p
 from evaluation.bench_replies import load_reply_set, phrases_found
+from evaluation.harness import apply_overrides
 from evaluation.reply_misses import replay
 from evaluation.unit_weights_fit import anchor, capture_units, fit, weights_json
 
@@ -124,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return TypedAnswerModel(lambda m=model: m, list(QUESTION_TYPES))
 
     # 2. units with out-of-fold model terms; weights per fold; replays
-    hand = settings.model_copy(update={"compose": settings.compose.model_copy(update={"unit_weights": "hand"})})
-    learned = settings.model_copy(update={"compose": settings.compose.model_copy(update={"unit_weights": "learned"})})
+    hand = apply_overrides(settings.model_copy(), ["compose.unit_weights=hand"])
+    learned = apply_overrides(settings.model_copy(), ["compose.unit_weights=learned"])
     shipped_head = TrainedAnswerModel(cached, weights_file=HEADS["reply-sets"])
     shipped_types = list(settings.compose.trained_types)
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -134,6 +135,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "units.pkl").write_bytes(pickle.dumps(rows))
     print(f"units of {sum(len(v) for v in rows.values())} questions", file=sys.stderr, flush=True)
     base = anchor(shipped_types)
+
+    def recall(item: Any, text: str) -> float:
+        return sum(phrases_found(text, item.key_phrases)) / len(item.key_phrases) if text else 0.0
+
+    # main: the shipped head and weights; refit: each fold's head and weights (patched in for that fold's questions)
+    replayed = {n: [item for item in sets[n] if (captures[n].get(item.id) or {}).get("documents")] for n in names}
+    main_recall = {
+        (n, item.id): recall(item, replay(captures[n][item.id], learned, typed(shipped_head), "cues")[0])
+        for n in names
+        for item in replayed[n]
+    }
     per_query: list[dict[str, Any]] = []
     real = compose_module.unit_weights_for
     fold_weights = {}
@@ -142,23 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             train = [r for n in names if fold_of[n] != f for r in rows[n]]
             fold_weights[f] = weights_json(fit(train, base, args.lam_shared, args.lam_type), {})
             weights = parse_unit_weights(fold_weights[f])
-            for n in names:
-                if fold_of[n] != f:
-                    continue
-                for item in sets[n]:
-                    cap = captures[n].get(item.id)
-                    if not cap or not cap.get("documents"):
-                        continue
-                    compose_module.unit_weights_for = real
-                    old, _ = replay(cap, learned, typed(shipped_head), "cues")
-                    compose_module.unit_weights_for = lambda cfg, w=weights: (
-                        w if cfg.unit_weights == "learned" else None
-                    )
-                    new, _ = replay(cap, learned, typed(heads[f]), "cues")
-                    row = {"set": n, "query_id": item.id, "language": item.language, "type": item.type}
-                    for label, text in (("main", old), ("refit", new)):
-                        row[label] = sum(phrases_found(text, item.key_phrases)) / len(item.key_phrases) if text else 0.0
-                    per_query.append(row)
+            compose_module.unit_weights_for = lambda cfg, fitted=weights: (
+                fitted if cfg.unit_weights == "learned" else None
+            )
+            for n in (n for n in names if fold_of[n] == f):
+                for item in replayed[n]:
+                    new, _ = replay(captures[n][item.id], learned, typed(heads[f]), "cues")
+                    per_query.append(
+                        {"set": n, "query_id": item.id, "language": item.language, "type": item.type,
+                         "main": main_recall[(n, item.id)], "refit": recall(item, new)}
+                    )  # fmt: skip
             print(f"fold {f}: {len(per_query)} questions replayed", file=sys.stderr, flush=True)
     finally:
         compose_module.unit_weights_for = real

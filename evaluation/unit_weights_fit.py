@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bench_replies import load_reply_set, phrases_found
+from evaluation.harness import apply_overrides
 from evaluation.reply_misses import replay
 
 TERMS = ("cue", "heading", "overlap", "document", "topic", "retrieved", "lead", "unasked_help", "language", "model")
@@ -168,8 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     every = TypedAnswerModel(lambda: head, list(QUESTION_TYPES))
     shipped_types = list(settings.compose.trained_types)
     shipped = TypedAnswerModel(lambda: head, shipped_types)
-    hand = settings.model_copy(update={"compose": settings.compose.model_copy(update={"unit_weights": "hand"})})
-    learned = settings.model_copy(update={"compose": settings.compose.model_copy(update={"unit_weights": "learned"})})
+    hand = apply_overrides(settings.model_copy(), ["compose.unit_weights=hand"])
+    learned = apply_overrides(settings.model_copy(), ["compose.unit_weights=learned"])
     args.out.mkdir(parents=True, exist_ok=True)
 
     sets: dict[str, list[Any]] = {path.stem: load_reply_set(path) for path in args.data}
