@@ -293,7 +293,7 @@ def _answer(
         from chatbot.stages.card_memory import card_memory_for
 
         looked = rescued.segment.doc_id if rescued is not None else None
-        remembered, picked = card_memory_for(query, result, services, looked)
+        remembered, picked = card_memory_for(query, result, services, looked, bool(urgent.get("urgent")))
         safety_trace.update(picked)
         if remembered is not None:
             if looked is not None:

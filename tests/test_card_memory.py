@@ -111,3 +111,30 @@ def test_readable_card_never_brings_an_urgent_card_or_one_without_readable_segme
     assert hit is not None and hit.segment is library["card-a"][0] and hit.detail == {"card_memory": 1.0}
     assert fetch(urgent) is None  # the red-flag screen brings urgent cards, never the card memory
     assert fetch("card-gone") is None  # withdrawn, or not in this library
+
+
+def test_an_urgent_card_is_never_brought_by_a_remembered_emergency_question(tmp_path: Path) -> None:
+    # 'stanotte mi sono risvegliata sulla schiena' was 0.926 from 'mia moglie ... è svenuta' (card: call 112):
+    # the remembered card must not turn a calm question into an emergency reply
+    memory = four_questions(tmp_path, ("s1:a", "s2:b", "s3:c", "s4:d"), ("it-urgent", "card-b", "", ""))
+    ranked = _ranked("card-x", "card-y", "it-urgent")
+    fetched: list[str] = []
+    hit, trace = card_memory_pick(
+        np.array([0.95, 0.2, 0.2, 0.2]), memory, ranked, 0.93, fetch=fetched.append, urgent={"it-urgent"}
+    )
+    assert (hit, trace["card_memory"]["picked"], trace["card_memory"]["reason"], fetched) == (
+        None,
+        None,
+        "urgent card",
+        [],
+    )
+    # an urgent card that leads already stays where retrieval put it
+    _, trace = card_memory_pick(
+        np.array([0.95, 0.2, 0.2, 0.2]), memory, _ranked("it-urgent", "card-x"), 0.93, urgent={"it-urgent"}
+    )
+    assert trace["card_memory"]["reason"] == "linked first already"
+    # a question remembered with an urgent and an ordinary card brings the ordinary one
+    memory = four_questions(tmp_path, ("s1:a", "s2:b", "s3:c", "s4:d"), ("it-urgent|card-z", "", "", ""))
+    ranked = _ranked("card-x", "it-urgent", "card-z")
+    hit, trace = card_memory_pick(np.array([0.95, 0.2, 0.2, 0.2]), memory, ranked, 0.93, urgent={"it-urgent"})
+    assert hit is ranked[2] and trace["card_memory"]["rank"] == 3

@@ -283,3 +283,20 @@ def test_a_labelled_neighbours_key_phrase_opens_the_reply(services):
     assert (
         not off["reply"].startswith("Feeding often") and "lead" not in off["trace"]["compose"]["attempts"][-1]["answer"]
     )
+
+
+def test_a_calm_question_near_a_remembered_emergency_is_not_answered_from_the_emergency_card(services):
+    """Waking on one's back at 31 weeks is 0.926 from a labelled emergency ('mia moglie ... è svenuta e non si
+    sveglia bene'), whose card says to call 112 now. The screen is calm, so the remembered urgent card is not
+    brought from rank 9: the reply says to turn onto one's side (the English sleep-position card, first link)."""
+    question = "Sono di 31 settimane e stanotte mi sono risvegliata sulla schiena, cosa devo fare?"
+    ans = ask(services, question)
+    memory = ans["trace"]["safety"]["card_memory"]
+    assert (ans["urgent"], memory["cards"], memory["picked"], memory["reason"]) == (
+        False,
+        ["it-urgent-emergency"],
+        None,
+        "urgent card",
+    )
+    assert not any("urgent" in link["segment_id"] for link in ans["links"])
+    assert "112" not in ans["reply"] and "just turn onto your side" in ans["reply"]

@@ -13,7 +13,7 @@ English gloss) chose for a question the classifier gate refused."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,11 +29,14 @@ def card_memory_pick(
     tau: float,
     first: str | None = None,
     fetch: Callable[[str], Hit | None] | None = None,
+    urgent: Collection[str] = (),
 ) -> tuple[Hit | None, dict[str, Any]]:
     """(the document to link first, or None; the trace) for one question's cosines to the memory. Nothing moves
     when no in-scope question with named cards is within ``tau`` or when one of its cards is linked first already
     (``first``: the document linked first, by default the first ranked one). A card ranked lower is brought from
-    its rank; one not retrieved only through ``fetch(card)`` (None: not readable), else nothing moves."""
+    its rank; one not retrieved only through ``fetch(card)`` (None: not readable), else nothing moves. An
+    ``urgent`` card ("call 112 now") is never brought: a calm question that resembles an emergency one must not
+    get the emergency card's reply; the red-flag screen links it when the question is urgent."""
     if not memory.named.any() or not (ranked or fetch):
         return None, {}
     j = int(np.argmax(np.where(memory.named, cosines, -2.0)))
@@ -45,10 +48,12 @@ def card_memory_pick(
     lead = first if first is not None else (ranked[0].segment.doc_id if ranked else None)
     if lead in cards:
         return None, {"card_memory": {**trace, "picked": None, "reason": "linked first already"}}
+    if cards <= set(urgent):
+        return None, {"card_memory": {**trace, "picked": None, "reason": "urgent card"}}
     for rank, hit in enumerate(ranked, 1):
-        if hit.segment.doc_id in cards:
+        if hit.segment.doc_id in cards and hit.segment.doc_id not in urgent:
             return hit, {"card_memory": {**trace, "picked": hit.segment.doc_id, "rank": rank}}
-    for card in sorted(cards) if fetch is not None else ():
+    for card in sorted(set(cards) - set(urgent)) if fetch is not None else ():
         hit = fetch(card)
         if hit is not None:
             return hit, {"card_memory": {**trace, "picked": card, "rank": None, "fetched": True}}
@@ -76,16 +81,19 @@ def readable_card(services: Any) -> Callable[[str], Hit | None]:
 
 
 def card_memory_for(
-    question: str, result: Any, services: Any, first: str | None = None
+    question: str, result: Any, services: Any, first: str | None = None, urgent: bool = False
 ) -> tuple[Hit | None, dict[str, Any]]:
     """retrieval.card_memory for one answer (``result``: its RetrievalResult; ``first``: the document a second look
-    chose, if any): the document to answer from and link first, or None, and the trace entry; nothing without the
-    gate's memory in force for the services' embedder (safety.gate_memory)."""
+    chose, if any; ``urgent``: whether the red-flag screen fired): the document to answer from and link first, or
+    None, and the trace entry; nothing without the gate's memory in force for the services' embedder
+    (safety.gate_memory). Only an urgent question may be answered from a remembered urgent card."""
     from chatbot.stages.gate_memory import question_cosines
+    from chatbot.stages.redflags import urgent_card_ids
 
     memory, cosines, _ = question_cosines(question, services)
     if memory is None or cosines is None:
         return None, {}
     retrieval = services.settings.retrieval
     fetch = readable_card(services) if retrieval.card_memory_fetch else None
-    return card_memory_pick(cosines, memory, result.ranked, retrieval.card_memory_tau, first, fetch)
+    never = () if urgent else urgent_card_ids(services.settings.safety.urgent_cards)
+    return card_memory_pick(cosines, memory, result.ranked, retrieval.card_memory_tau, first, fetch, never)
