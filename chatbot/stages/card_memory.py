@@ -48,12 +48,13 @@ def card_memory_pick(
     lead = first if first is not None else (ranked[0].segment.doc_id if ranked else None)
     if lead in cards:
         return None, {"card_memory": {**trace, "picked": None, "reason": "linked first already"}}
-    if cards <= set(urgent):
+    allowed = cards - set(urgent)
+    if not allowed:
         return None, {"card_memory": {**trace, "picked": None, "reason": "urgent card"}}
     for rank, hit in enumerate(ranked, 1):
-        if hit.segment.doc_id in cards and hit.segment.doc_id not in urgent:
+        if hit.segment.doc_id in allowed:
             return hit, {"card_memory": {**trace, "picked": hit.segment.doc_id, "rank": rank}}
-    for card in sorted(set(cards) - set(urgent)) if fetch is not None else ():
+    for card in sorted(allowed) if fetch is not None else ():
         hit = fetch(card)
         if hit is not None:
             return hit, {"card_memory": {**trace, "picked": card, "rank": None, "fetched": True}}
