@@ -156,11 +156,13 @@ def _answer(
     refresh_caches(services)
     searched = query  # retrieval.patient_words: a question with the cards' words for its patient words (its language's)
     words_cfg = services.settings.retrieval
-    if words_cfg.patient_words and lang.language in words_cfg.patient_words_languages and not chosen.excluded:
+    if words_cfg.patient_words and lang.language in words_cfg.patient_words_languages and not chosen.logical:
         from chatbot.patient_words import with_card_words
 
         searched, safety_trace["patient_words"] = with_card_words(query, lang.language)
     result = run_pipeline(pipeline, searched, services)
+    if chosen.demoted:  # retrieval.exclusion_answer = demote: the cards about an excluded thing go last
+        result.top = chosen.excluded_last(result.top)
     content = gate_result(result, services)  # only the current version of a managed document (content_gate)
     result.top = without_urgent_fillers(result, services)
     relevant, safety_trace["relevance"] = gate(
@@ -170,11 +172,13 @@ def _answer(
     composer_question = searched  # what the composer reads: the question (with card words), or its English gloss
     memory = safety_trace["relevance"].get("memory") or {}  # safety.gate_memory: a labelled question near this one
     gate_said = memory.get("gate_relevant", relevant)
-    if not gate_said and memory.get("verdict") != "out of scope" and not chosen.excluded and request is None:
+    if not gate_said and memory.get("verdict") != "out of scope" and not chosen.logical and request is None:
         from chatbot.stages.cross_language_gate import second_look_for
 
         judged = {**safety_trace["relevance"], "relevant": False}  # the looks follow the classifier's own refusal
         rescued, more = second_look_for(result, services, lang.language, judged)
+        if rescued is not None and chosen.demoted and chosen.about_excluded(rescued):
+            rescued = None  # never answered by a card about what the patient excluded
         safety_trace["relevance"].update(more)
         relevant = rescued is not None or memory.get("verdict") == "in scope"
         if rescued is None:  # safety.gloss_second_look: the English cards, searched with the question's English gloss
@@ -182,6 +186,8 @@ def _answer(
 
             glossed, more, glossed_content = gloss_look(query, lang.language, pipeline, services)
             safety_trace["relevance"].update(more)
+            if glossed is not None and chosen.demoted and glossed.top and chosen.about_excluded(glossed.top[0]):
+                glossed = None
             if glossed is not None:  # answered from the English card the gate judged, linked first
                 result, content, relevant, rescued = glossed, glossed_content, True, glossed.top[0]
                 composer_question = glossed.question  # English sentences are scored against the English gloss
@@ -244,12 +250,14 @@ def _answer(
         readings, gloss_note = gloss_readings(query, reply_lang)
 
     lead = None  # compose.answer_memory: the labelled neighbour whose key phrase opens the reply
-    if ccfg.answer_memory and not chosen.excluded:
+    if ccfg.answer_memory and not chosen.logical:
         from chatbot.stages.answer_memory import answer_lead_for
 
         lead = answer_lead_for(query, services)
 
     def compose(hits: list[Hit]) -> Any:
+        if chosen.demoted:  # the answer never comes from a card about what the patient excluded
+            hits = [h for h in hits if not chosen.about_excluded(h)] or hits
         return compose_reply(
             composer_question,  # links, addresses and markup removed: the composer and the LLM never see them
             hits,
@@ -266,12 +274,12 @@ def _answer(
             ),  # the answer may sit beside the retrieved segment
             answer_model=answer_model_for(services, ccfg.answer_scorer, reply_lang),
             # an exclusion question's reply leaves out the sentences that name what the patient excluded
-            exclude=chosen.mentions_excluded if chosen.excluded else None,
+            exclude=chosen.mentions_excluded if chosen.logical else None,
             # the urgent message goes first in the reply (answer_object.outcome): the limit is the whole reply's
             # (compose.urgent_in_limit)
             reserved_chars=len(urgent_text) + 2 if urgent_text else 0,
             # an exclusion question that asks for things opens with the options, not a verdict (answer_options)
-            kind=answer_kind(query, bool(chosen.excluded), asked_for) or asked_for,
+            kind=answer_kind(query, chosen.logical, asked_for) or asked_for,
             # compose.gloss_words: an Italian question's English gloss matched with English sentences' words
             readings=readings,
             # a question the red-flag screen found an alarm in: "get help if ..." instructions answer it
@@ -286,14 +294,16 @@ def _answer(
     routed_pick = services.settings.retrieval.cross_language_pick_routed
     # retrieval.gloss_english_order: which English card an Italian question's English answer comes from
     glossed = gloss_text(query, reply_lang)  # an Italian question's English gloss, glossed once for both searches
-    order = gloss_order_for(services, glossed, reply_lang, bool(chosen.excluded), composer_question == searched)
+    order = gloss_order_for(services, glossed, reply_lang, chosen.logical, composer_question == searched)
     remembered = None  # retrieval.card_memory: the card that answered the nearest labelled question
     over_looks = services.settings.retrieval.card_memory_over_looks
-    if (rescued is None or over_looks) and not chosen.excluded and services.settings.retrieval.card_memory:
+    if (rescued is None or over_looks) and not chosen.logical and services.settings.retrieval.card_memory:
         from chatbot.stages.card_memory import card_memory_for
 
         looked = rescued.segment.doc_id if rescued is not None else None
         remembered, picked = card_memory_for(query, result, services, looked, bool(urgent.get("urgent")))
+        if remembered is not None and chosen.demoted and chosen.about_excluded(remembered):
+            remembered = None
         safety_trace.update(picked)
         if remembered is not None:
             if looked is not None:
@@ -305,13 +315,15 @@ def _answer(
         result.top, ordered = order(result.top)
         if ordered is not None:
             safety_trace["gloss_order"] = ordered
-    if rescued is None and ccfg.mode == "extractive" and (routed_pick or not chosen.excluded):
+        if chosen.demoted:
+            result.top = chosen.excluded_last(result.top)
+    if rescued is None and ccfg.mode == "extractive" and (routed_pick or not chosen.logical):
         # retrieval.cross_language_pick: an other-language card that answers where the own-language links do not;
         # never one about what the patient excluded (the route's NOT terms; None: the detector did not run)
         from chatbot.stages.cross_language_pick import pick_for
 
         # a routed question is searched and compared by its positive part (what the patient asks for)
-        asked = chosen.positive if chosen.excluded and chosen.positive else query
+        asked = chosen.positive if chosen.logical and chosen.positive else query
         rescued, picked = pick_for(result, services, reply_lang, asked, chosen.not_terms)
         safety_trace.update(picked)
     if order is not None and rescued is not None and remembered is None and "gloss_order" not in safety_trace:
@@ -322,7 +334,7 @@ def _answer(
         from chatbot.stages.cross_language_gate import mixed_view
 
         composed, result.top = compose([rescued]), mixed_view(result, rescued, services.settings.retrieval.top_n).top
-    elif pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.excluded:
+    elif pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.logical:
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
         dense = getattr(services, "dense", None)
         if services.settings.retrieval.answer_pool_source == "separate" and hasattr(dense, "other_language"):
@@ -333,7 +345,7 @@ def _answer(
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
     if rescued is None:
         composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
-    if services.settings.retrieval.own_language_counterpart and reply_lang != "en" and not chosen.excluded:
+    if services.settings.retrieval.own_language_counterpart and reply_lang != "en" and not chosen.logical:
         # retrieval.own_language_counterpart: the patient's-language card on the answering card's topic may answer
         from chatbot.stages.counterpart import topic_documents_of, with_counterpart
 
@@ -357,12 +369,14 @@ def _answer(
     if not composed.text:
         return finish(sf.NO_CERTIFIED_INFO[reply_lang], "no_certified_info", compose_trace=composed.trace)
     reply = f"{composed.language_note}\n\n{composed.text}" if composed.language_note else composed.text
+    if chosen.demoted:  # an aid may have brought a card back: those about an excluded thing stay last
+        result.top = chosen.excluded_last(result.top)
     return finish(
         reply,
         "answered",
         # an exclusion question keeps the exclusion-aware order of its links
         certified_links(result.top)
-        if chosen.excluded
+        if chosen.logical
         else answer_first_links(certified_links(result.top), result.top, composed.trace),
         any(h.segment.demo for h in result.top),
         composed.trace,

@@ -197,6 +197,12 @@ class RetrievalSettings(_Group):
         "every other question to `pipeline` (chatbot.stages.route); a pipeline named by the caller is kept. "
         "Off: every question takes `pipeline` (evaluation/results/route-check.md).",
     )
+    exclusion_answer: Literal["logical", "demote", "by_cue"] = Field(
+        default="logical",
+        description="A routed exclusion question: 'logical' ranks by the decomposition, no reply aids; 'demote' "
+        "answers it as any question, cards titled with an excluded thing last; 'by_cue' demotes for situational "
+        "cues ('I don't drink X'). Fresh x62: by_cue -1 first good (exclusion-answer-s35.md).",
+    )
     learned_exclusions: bool = Field(
         default=True,
         description="When the cue rules find no exclusion, let the dismissal model (models/dismissal) find a clause "

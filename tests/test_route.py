@@ -234,3 +234,107 @@ def test_the_route_carries_the_detectors_not_terms_for_later_stages():
     assert route("What helps with nausea other than ginger?", None, off).not_terms is None
     # the NOT terms are stored once (`excluded`); the trace keeps its shape
     assert set(routed.trace()) == {"pipeline", "reason", "decomposition", "positive", "excluded", "alternatives"}
+
+
+# -- retrieval.exclusion_answer = demote: the configured pipeline, cards about the excluded thing last -----------
+
+DEMOTE = {"exclusion_answer": "demote"}
+
+
+def test_in_demote_mode_an_exclusion_question_keeps_the_configured_pipeline_and_its_not_terms():
+    chosen = route("What helps with nausea in pregnancy other than ginger?", None, Settings(retrieval=DEMOTE))
+
+    assert chosen.pipeline == "dense+rerank"
+    assert chosen.reason == "exclusion cue 'other than' (en); dense+rerank, cards about the excluded topic last"
+    assert chosen.excluded == ("ginger",)
+    assert chosen.positive == "What helps with nausea in pregnancy"
+    assert (chosen.demoted, chosen.logical) == (True, False)
+    plain = route("What helps with nausea in pregnancy?", None, Settings(retrieval=DEMOTE))
+    assert (plain.demoted, plain.logical) == (False, False)
+    assert route("What helps with nausea other than ginger?", None, Settings()).logical is True
+
+
+def _hit(doc_id: str, title: str):
+    from chatbot.index import Hit
+    from corpus.model import Segment
+
+    segment = Segment(
+        id=f"{doc_id}#0", doc_id=doc_id, text="text", title=title, source_url=f"https://x.org/{doc_id}", position=0
+    )
+    return Hit(segment=segment, score=1.0)
+
+
+def test_excluded_last_moves_only_the_cards_whose_title_names_an_excluded_thing():
+    chosen = Route("dense+rerank", "exclusion cue", excluded=("ginger", "la carne rossa"))
+    hits = [
+        _hit("ginger", "Ginger tea and nausea"),
+        _hit("nausea", "Nausea in pregnancy"),  # its text may name ginger: the title decides
+        _hit("meat", "Carne rossa e ferro"),  # "la carne rossa": the article is dropped
+        _hit("iron", "Iron and anaemia"),
+    ]
+
+    assert [h.segment.doc_id for h in chosen.excluded_last(hits)] == ["nausea", "iron", "ginger", "meat"]
+    assert [chosen.about_excluded(h) for h in hits] == [True, False, True, False]
+
+
+def test_in_demote_mode_the_answer_never_comes_from_the_excluded_card(tmp_path, fake_embedder):
+    from corpus.model import Document
+
+    docs = [
+        Document(
+            id="fever-card",
+            text="Asthma with fever: asthma attacks, fever at night, asthma review and asthma inhalers.",
+            title="Asthma and fever",
+            source_url="https://example.org/fever-card",
+        ),
+        Document(
+            id="plans",
+            text="Asthma plans for school and sleep: asthma inhalers.",
+            title="Asthma plans",
+            source_url="https://example.org/plans",
+        ),
+        Document(
+            id="diabetes",
+            text="Diabetes raises blood sugar.",
+            title="Diabetes",
+            source_url="https://example.org/diabetes",
+        ),
+    ]
+    from tests.conftest import indexed_services
+
+    def services_for(retrieval: dict):
+        settings = Settings(
+            paths={"data_dir": tmp_path / "data"},
+            index={"collection": "demote-tests", "exact": True},
+            rerank={"kind": "none"},
+            embedding={"model": "minilm"},
+            retrieval={"top_k": 10, "top_n": 3, **retrieval},
+        )
+        return indexed_services(settings, fake_embedder, docs, max_chars=300, min_chars=10)
+
+    off = answer("asthma other than fever", services_for({"route_exclusions": False}))
+    demoted = answer("asthma other than fever", services_for(DEMOTE))
+
+    # the failure demote mode fixes: the card about fever outranks the one that answers
+    assert [link["url"] for link in off["links"]][0] == "https://example.org/fever-card"
+    assert demoted["trace"]["route"]["pipeline"] == "dense+rerank"
+    assert demoted["trace"]["route"]["excluded"] == ["fever"]
+    assert [link["url"] for link in demoted["links"]] == [
+        "https://example.org/plans",
+        "https://example.org/diabetes",
+        "https://example.org/fever-card",
+    ]
+    assert demoted["reply"].startswith("Asthma plans for school and sleep")
+
+
+def test_by_cue_demotes_situational_and_contrast_cues_and_keeps_explicit_exclusions_logical():
+    settings = Settings(retrieval={"exclusion_answer": "by_cue"})
+
+    stated = route("I don't drink coffee, just tea. What's the daily caffeine limit in pregnancy?", None, settings)
+    contrast = route("Perché dal settimo mese conviene dormire sul fianco e non sulla schiena?", None, settings)
+    explicit = route("What helps with nausea in pregnancy other than ginger?", None, settings)
+
+    assert (stated.pipeline, stated.excluded, stated.demoted) == ("dense+rerank", ("coffee",), True)
+    assert stated.reason == 'exclusion cue "i don\'t drink" (en); dense+rerank, cards about the excluded topic last'
+    assert (contrast.pipeline, contrast.excluded, contrast.demoted) == ("dense+rerank", ("schiena",), True)
+    assert (explicit.pipeline, explicit.excluded, explicit.logical) == ("logical", ("ginger",), True)

@@ -22,6 +22,20 @@ from chatbot.sentences import split_sentences
 from chatbot.stages.text_match import fold
 
 EXCLUSION_PIPELINE = "logical"
+# retrieval.exclusion_answer = by_cue: cues that state the patient's situation or draw a contrast inside the question
+# ("I don't drink coffee", "sono intollerante al lattosio", "I've already tried ginger", "on my side rather than my
+# back", "..., not heavy") and the learned dismissal model; the patient still asks about the same topic, so the
+# question is answered as any other, the cards about the excluded thing last. Explicit topic exclusions ("other than",
+# "apart from", "tranne", "I already know about", "don't tell me about", "so già tutto") take the decomposition.
+SITUATIONAL_CUES = re.compile(
+    r"^(?:, not|, non|rather than|instead of|invece (?:di|dei|del|della|delle|degli|dello|che)|anziché|anziche|"
+    r"piuttosto che|not … but|non … ma|but not|ma non|but no|all but|not a|non sul|non sulla|they're not|"
+    r"aren't doing anything|non è|non e|non credo sia|i don't think its|i don't think it's|non bevo|non mangio|"
+    r"i don't eat|i don't drink|i can't stand|i hate|sono intollerante al|sono intollerante alla|non lo digerisco|"
+    r"non lo digerisco bene|ho già provato|abbiamo già provato|i've already tried|i already tried|ho già tolto|"
+    r"li ho gia tolti|ho già smesso di mangiare|non voglio prendere|non voglio fare|stated \+ else|"
+    r"dismissal \(model\)|didn't work|did nothing|quit)$"
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,26 @@ class Route:
         out = {**asdict(self), "excluded": list(self.excluded)}
         out.pop("detector_ran")  # the trace keeps its shape: `excluded` already names a routed question's NOT terms
         return out
+
+    @property
+    def logical(self) -> bool:
+        """Routed to the logical decomposition (an exclusion question whose ranking and reply follow it)."""
+        return bool(self.excluded) and self.pipeline == EXCLUSION_PIPELINE
+
+    @property
+    def demoted(self) -> bool:
+        """An exclusion question answered by the configured pipeline, its excluded topics' cards last
+        (retrieval.exclusion_answer = demote)."""
+        return bool(self.excluded) and self.pipeline != EXCLUSION_PIPELINE
+
+    def about_excluded(self, hit: Any) -> bool:
+        """The hit's document is about an excluded thing: its title names it (demote mode's test)."""
+        return self.mentions_excluded(hit.segment.title)
+
+    def excluded_last(self, hits: list[Any]) -> list[Any]:
+        """``hits`` with those about an excluded thing moved after the others (each group keeps its order)."""
+        about = [h for h in hits if self.about_excluded(h)]
+        return [h for h in hits if h not in about] + about
 
     def mentions_excluded(self, text: str) -> bool:
         """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
@@ -115,9 +149,12 @@ def route(question: str, requested: str | None, settings: Any) -> Route:
     found = analyse(question, learned=settings.retrieval.learned_exclusions)
     if found is None:
         return Route(default, "no exclusion in the question", detector_ran=True)
+    mode = settings.retrieval.exclusion_answer
+    demote = mode == "demote" or (mode == "by_cue" and bool(SITUATIONAL_CUES.match(found.cues[0])))
     return Route(
-        EXCLUSION_PIPELINE,
-        f"exclusion cue {found.cues[0]!r} ({found.language})",
+        default if demote else EXCLUSION_PIPELINE,
+        f"exclusion cue {found.cues[0]!r} ({found.language})"
+        + (f"; {default}, cards about the excluded topic last" if demote else ""),
         to_string(found.query),
         found.positive,
         found.negatives,
