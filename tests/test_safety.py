@@ -234,6 +234,14 @@ def test_urgent_message_language_and_self_harm_text_first():
         ("quando mi rifanno le analisi per vedere se sono anemica?", None),
         ("can I take 2 paracetamol tablets at once in pregnancy, what does the leaflet mean?", None),
         ("what is it like to have an epidural?", None),
+        # session 35 (spent reply sets): an ordinal is not "quanto", a medicine refused is not a dose asked, "at
+        # what age does my baby have" asks for a schedule
+        ("Ho mal di schiena al quinto mese e vorrei alleviarlo senza farmaci. Cosa posso fare?", None),
+        ("backache at 20 weeks, how much can I do to ease it without medication?", None),
+        ("At what age does my baby have her first routine jabs?", None),
+        ("a che età il mio bambino fa le prime vaccinazioni?", None),
+        ("How much paracetamol can I take in pregnancy without harming the baby?", "dosage"),
+        ("does my baby have colic? he screams every evening", "diagnosis"),
     ],
 )
 def test_detect_personal_request(text, kind):

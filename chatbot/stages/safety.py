@@ -111,7 +111,8 @@ _SUPPLEMENTS = [
 ]  # fmt: skip
 _REQUEST_LEXICON = Lexicon(
     (w for terms in [*_REQUEST_CONCEPTS.values(), _SUPPLEMENTS] for term in terms for w in term.split()),
-    real_words=_FUNCTION_WORDS | {"momento", "pulls", "senza"},
+    # ordinals are not typos of "quanto" ("al quinto mese")
+    real_words=_FUNCTION_WORDS | {"momento", "pulls", "senza", "quinto", "quinta", "quinti", "quinte"},
 )
 
 
@@ -125,7 +126,11 @@ def detect_personal_request(text: str) -> str | None:
     found = {name: find_terms(_REQUEST_LEXICON, name, terms, toks) for name, terms in _REQUEST_CONCEPTS.items()}
     # "farmacia" is where you buy it, "lactose" is not "lactulose" (a typo match); "low dose aspirin" names a
     # medicine, it does not ask for a dose
-    found["DRUG"] = [m for m in found["DRUG"] if " ".join(toks[m.start : m.end]) not in _NOT_DRUG]
+    found["DRUG"] = [
+        m
+        for m in found["DRUG"]
+        if " ".join(toks[m.start : m.end]) not in _NOT_DRUG and not (m.start and toks[m.start - 1] in _WITHOUT)
+    ]
     found["DOSE_Q"] = [m for m in found["DOSE_Q"] if not (m.start and toks[m.start - 1] in _LOW)]
     # tablets or drops of a supplement the cards give the usual daily amount of: general guidance, not a dose
     forms_only = all(m.term in _FORMS for m in found["DRUG"])
@@ -146,7 +151,9 @@ def detect_personal_request(text: str) -> str | None:
 
 
 # a diagnosis phrase right after these words asks a schedule, a reason or a condition, not what one has
-_NOT_ASKED_AFTER = frozenset({"when", "quando", "why", "perche", "if", "whether", "se"})
+_NOT_ASKED_AFTER = frozenset({"when", "quando", "why", "perche", "if", "whether", "se", "age", "eta"})
+# "senza farmaci", "without medication": the patient wants no medicine, so no dose is asked
+_WITHOUT = frozenset({"senza", "without"})
 # "is this normal or ...", "is it ok or just ...": asks whether it is usual, not what it is
 _NOT_A_CONDITION = frozenset({"normal", "ok", "okay", "common", "safe", "fine", "true", "usual", "bad", "serious"})
 
