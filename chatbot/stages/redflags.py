@@ -35,6 +35,7 @@ from chatbot.stages import redflag_gate as gate
 from chatbot.stages import redflag_rules as rules
 from chatbot.stages.redflag_emotion import neutral, worried_complaint
 from chatbot.stages.redflag_framing import framing
+from chatbot.stages.text_match import tokens
 
 # Order = priority when two actions score the same.
 ACTIONS: tuple[str, ...] = ("mental_health", "poisoning", "emergency", "maternity_unit")
@@ -157,6 +158,23 @@ def calm_frames(text: str, negation: bool = False) -> tuple[str, ...]:
     return frames
 
 
+# The contextual head reads any text; on text unlike a patient's message (a shopping list, a weather forecast, a CSV
+# row) it can score 0.9+. Its alarm needs the message to be about someone, or the n-gram model over its own bar.
+_SOMEONE = frozenset(
+    "i im ive id me my mine myself we us our you your he him his she her they them their baby babies babys newborn "
+    "child children kid kids son daughter wife husband partner mum mom mummy mommy dad daddy sister brother friend "
+    "someone somebody anyone nobody pregnant pregnancy help emergency urgent ambulance io mi me mio mia miei mie noi "
+    "nostro nostra nostri nostre tu ti te tuo tua lui lei loro bambino bambina bambini bimbo bimba bimbi figlio "
+    "figlia figli neonato neonata moglie marito compagno compagna mamma papa nonna nonno sorella fratello amica "
+    "amico qualcuno nessuno incinta gravidanza aiuto emergenza urgente ambulanza sono ho sto 112 118 999 911".split()
+)
+
+
+def about_someone(text: str) -> bool:
+    """The message speaks of a person (a pronoun, a relative, a pregnancy), asks for help, or names a symptom."""
+    return any(t in _SOMEONE for t in tokens(text)[:400]) or rules.names_a_symptom(text)
+
+
 def with_context(
     text: str,
     flags: list[rules.RedFlag],
@@ -184,7 +202,8 @@ def with_context(
         if len(firm) < len(flags):
             trace["vetoed"] = [f.category for f in flags if f.category not in rules.FIRM]
         flags = firm
-    if urgent >= threshold:
+    ng_bar = ngram.threshold if ngram is not None else 0.0  # the n-gram model's own bar (config.json "threshold")
+    if urgent >= threshold and not (ng_urgent < ng_bar and not about_someone(text)):
         best = max(mixed, key=lambda a: mixed[a])
         scores[best] = max(scores[best], mixed[best])
     return flags
