@@ -78,8 +78,7 @@ class Route:
 
     def excluded_last(self, hits: list[Any]) -> list[Any]:
         """``hits`` with those about an excluded thing moved after the others (each group keeps its order)."""
-        about = [h for h in hits if self.about_excluded(h)]
-        return [h for h in hits if h not in about] + about
+        return sorted(hits, key=self.about_excluded)  # stable: False (not about) before True
 
     def mentions_excluded(self, text: str) -> bool:
         """True when ``text`` names an excluded thing (accent- and case-folded, whole words, leading article
