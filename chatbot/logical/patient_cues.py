@@ -56,7 +56,12 @@ _REQUEST = re.compile(
     r"soluzion[ei]|metod[oi]|mod[oi]|opzion[ei]|consigli|qualcosa|qualcos'altro|altro|altri|altre|cibi|"
     r"alimenti|spuntini|bevande|integratori|esercizi|aiuta(?:no)?|"
     r"come\s+(?:posso\s+)?(?:curare|trattare|alleviare|calmare|abbassare|ridurre|gestire|combattere|"
-    r"eliminare|guarire|prevenire|far\s+passare|controllare|sfiammare))\b",
+    r"eliminare|guarire|prevenire|far\s+passare|controllare|sfiammare)|"
+    # a wish to treat: "I'd like to ease it without painkillers", "vorrei alleviarlo senza farmaci"
+    r"(?:i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+want\s+to|i\s+need\s+to|i'?m\s+trying\s+to)\s+"
+    r"(?:treat|manage|relieve|ease|control|lower|reduce|soothe|calm)|"
+    r"(?:vorrei|voglio|vorremmo|cerco\s+di|devo)\s+(?:curar|trattar|alleviar|calmar|abbassar|ridurr|gestir|"
+    r"combatter|far\s+passar|controllar|sfiammar|lenir)\w*)\b",
     re.IGNORECASE,
 )
 # Medicine words (EN/IT) shared with the reply's exclusion filter (chatbot.stages.route.CLASS_MEMBERS)
