@@ -953,7 +953,7 @@ class ComposeSettings(_Group):
     asked_kind: Literal["model", "cues"] = Field(
         default="model",
         description="Extractive: what kind of answer a question asks for (amount, duration, time, reason, action, "
-        "rule). model: the learned head on the asking sentences (models/asked_kind), Italian 0.88 -> 0.94 typed "
+        "rule). model: the learned head on the asking sentences (models/asked_kind), Italian 0.81 -> 0.95 typed "
         "right out of set; cues: the older patterns (evaluation/results/asked-kind-s26.md).",
     )
     answer_scorer: Literal["cues", "cues+trained", "cues+bi-encoder", "cues+cross-encoder", "similarity"] = Field(
