@@ -42,6 +42,10 @@ FRAMES: dict[str, list[str]] = {
         "scorso parto", "all good now", "fine since", "stopped on its own", "went away on its own",
         "passed on its own", "settled on its own", "passato da solo", "passata da sola", "si e risolto",
         "si e risolta", "e tutto passato",
+        # an exposure before the pregnancy was known (session 37): "prima di saperlo ho bevuto due bicchieri"
+        "before i knew", "before i found out", "before knowing", "didn t know i was pregnant",
+        "did not know i was pregnant", "prima di saperlo", "prima di sapere", "prima di scoprire",
+        "prima di scoprirlo", "senza sapere di essere", "non sapevo di essere",
     ],
     "hypothetical": [
         "what should i do if", "what do i do if", "what to do if", "what do you do if", "what would i do if",
