@@ -296,6 +296,7 @@ def _answer(
     glossed = gloss_text(query, reply_lang)  # an Italian question's English gloss, glossed once for both searches
     order = gloss_order_for(services, glossed, reply_lang, chosen.logical, composer_question == searched)
     remembered = None  # retrieval.card_memory: the card that answered the nearest labelled question
+    confirmed = False  # retrieval.card_memory_confirmed: that card was linked first already and answers
     over_looks = services.settings.retrieval.card_memory_over_looks
     if (rescued is None or over_looks) and not chosen.logical and services.settings.retrieval.card_memory:
         from chatbot.stages.card_memory import card_memory_for
@@ -311,6 +312,16 @@ def _answer(
             if (remembered.segment.language or lang.language) == lang.language:
                 composer_question = searched  # a gloss look's English gloss does not read the patient's-language card
             rescued = remembered
+        elif services.settings.retrieval.card_memory_confirmed and (
+            picked.get("card_memory", {}).get("reason") == "linked first already"
+        ):
+            # retrieval.card_memory_confirmed: the labelled neighbour's card is linked first already (retrieved
+            # first, or a second look's), so it answers: no other-language unit or counterpart overrides it (the
+            # tea-caffeine question opened with the Italian nutrition card's 200 mg sentence)
+            if looked is None and result.ranked and not (chosen.demoted and chosen.about_excluded(result.ranked[0])):
+                rescued = result.ranked[0]
+            remembered, confirmed = rescued, rescued is not None
+            safety_trace["card_memory"]["confirmed"] = confirmed
     if order is not None and rescued is None and result.top:
         result.top, ordered = order(result.top)
         if ordered is not None:
@@ -345,7 +356,12 @@ def _answer(
             extra = pool_candidate(result.top, result.candidates, reply_lang, pool, urgent_docs)
     if rescued is None:
         composed, result.top = compose_with_pool(compose, result.top, extra, services.settings.retrieval.top_n)
-    if services.settings.retrieval.own_language_counterpart and reply_lang != "en" and not chosen.logical:
+    if (
+        services.settings.retrieval.own_language_counterpart
+        and reply_lang != "en"
+        and not chosen.logical
+        and not confirmed
+    ):
         # retrieval.own_language_counterpart: the patient's-language card on the answering card's topic may answer
         from chatbot.stages.counterpart import topic_documents_of, with_counterpart
 

@@ -258,6 +258,12 @@ class RetrievalSettings(_Group):
         "for a question the classifier gate refused (judged with card_memory_fetch). Off: a second look's document "
         "answers as before.",
     )
+    card_memory_confirmed: bool = Field(
+        default=True,
+        description="When card_memory finds its card linked first already, that card answers, as a card it moved "
+        "would (no other-language unit or pick overrides it; card-memory-confirmed-s37.md). False: the composer "
+        "chooses among the links as before.",
+    )
     answer_pool: dict[str, float] = Field(
         default={"it": 0.02},
         description="{question language: delta}: the best other-language candidate within delta of the lowest "

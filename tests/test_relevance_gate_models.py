@@ -300,3 +300,22 @@ def test_a_calm_question_near_a_remembered_emergency_is_not_answered_from_the_em
     )
     assert not any("urgent" in link["segment_id"] for link in ans["links"])
     assert "112" not in ans["reply"] and "just turn onto your side" in ans["reply"]
+
+
+def test_a_first_link_the_card_memory_confirms_answers_the_question(services):
+    """retrieval.card_memory_confirmed: "how much caffeine is in a large cup of tea?" asked in Italian; a labelled
+    neighbour (cosine >= 0.92) names the English caffeine card, which is linked first already. That card answers (its
+    tea figure), and the Italian nutrition card, paired with it by source link, no longer re-composes the reply with
+    its daily-limit sentence; off, that counterpart's sentence opens the reply and its card is linked first."""
+    question = "Quanta caffeina c'è più o meno in una tazza grande di tè?"
+    assert services.settings.retrieval.card_memory_confirmed is True  # the default
+    on = answer_with(services, question)
+    memory = on["trace"]["safety"]["card_memory"]
+    assert (memory["reason"], memory["cards"]) == ("linked first already", ["en-preg-caffeine"])
+    assert memory["confirmed"] is True
+    assert on["links"][0]["segment_id"].split("#")[0] == "en-preg-caffeine"
+    assert "a mug of tea around 75 mg" in on["reply"]
+    off = answer_with(services, question, card_memory_confirmed=False)
+    assert "confirmed" not in off["trace"]["safety"]["card_memory"]
+    assert off["links"][0]["segment_id"].split("#")[0] == "it-alimentazione-gravidanza"
+    assert off["reply"].startswith("Non bere alcol e limita la caffeina a circa 200 mg al giorno")
