@@ -299,7 +299,7 @@ def _answer(
     confirmed = False  # retrieval.card_memory_confirmed: that card was linked first already and answers
     over_looks = services.settings.retrieval.card_memory_over_looks
     if (rescued is None or over_looks) and not chosen.logical and services.settings.retrieval.card_memory:
-        from chatbot.stages.card_memory import card_memory_for
+        from chatbot.stages.card_memory import LINKED_FIRST, card_memory_for
 
         looked = rescued.segment.doc_id if rescued is not None else None
         remembered, picked = card_memory_for(query, result, services, looked, bool(urgent.get("urgent")))
@@ -313,7 +313,7 @@ def _answer(
                 composer_question = searched  # a gloss look's English gloss does not read the patient's-language card
             rescued = remembered
         elif services.settings.retrieval.card_memory_confirmed and (
-            picked.get("card_memory", {}).get("reason") == "linked first already"
+            picked.get("card_memory", {}).get("reason") == LINKED_FIRST
         ):
             # retrieval.card_memory_confirmed: the labelled neighbour's card is linked first already (retrieved
             # first, or a second look's), so it answers: no other-language unit or counterpart overrides it (the

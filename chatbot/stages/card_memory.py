@@ -21,6 +21,8 @@ import numpy as np
 from chatbot.index import Hit
 from chatbot.stages.gate_memory import GateMemory
 
+LINKED_FIRST = "linked first already"  # the trace's reason when a remembered card leads already (answer.py reads it)
+
 
 def card_memory_pick(
     cosines: np.ndarray,
@@ -47,7 +49,7 @@ def card_memory_pick(
     trace: dict[str, Any] = {"id": memory.ids[j], "cosine": round(cosine, 4), "cards": sorted(cards), "tau": tau}
     lead = first if first is not None else (ranked[0].segment.doc_id if ranked else None)
     if lead in cards:
-        return None, {"card_memory": {**trace, "picked": None, "reason": "linked first already"}}
+        return None, {"card_memory": {**trace, "picked": None, "reason": LINKED_FIRST}}
     allowed = cards - set(urgent)
     if not allowed:
         return None, {"card_memory": {**trace, "picked": None, "reason": "urgent card"}}
