@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,29 +19,43 @@ from chatbot.stages.extractive import OTHER_LANGUAGE_NOTE, Composition, hits_in_
 AnswerModel = Callable[[str, Sequence[str]], Sequence[float]]  # (question, unit texts) -> one score each
 
 
-def _pieces(unit: Any, room: int | None) -> list[tuple[int, int, str, bool]]:
+def _pieces(
+    unit: Any, room: int | None, exclude: Callable[[str], bool] | None = None
+) -> list[tuple[int, int, str, bool]]:
     """(first, last, text, is_list) of what a unit offers: itself, or, for a list longer than ``room`` (it can
     never be shown whole: the reply-length validator would cut it), what can be: its first items that fit, and
     each item alone, each with what introduces the list (its intro sentence or the section heading). Their
-    spans start at the list's start, so two pieces of one list never share a reply."""
-    if room is None or not unit.is_list or not unit.items or len(unit.text) <= room:
+    spans start at the list's start, so two pieces of one list never share a reply. A list that names what an
+    exclusion question excluded (``exclude``) in some of its items offers the others, as a list of its own."""
+    items = unit.items
+    if exclude is not None and unit.is_list and items and exclude(unit.text):
+        kept = [item for item in items if not exclude(item[2])]
+        if kept and len(kept) < len(items):  # (none kept, or the intro names it: the caller drops the list)
+            head = [unit.head] if unit.head else []
+            text = "\n".join([*head, *(line for _, _, line in kept)])
+            unit = replace(unit, last=kept[-1][1], text=text, items=kept)
+            items = kept
+    if room is None or not unit.is_list or not items or len(unit.text) <= room:
         return [(unit.first, unit.last, unit.text, unit.is_list)]
     head = [unit.head] if unit.head else []
     lines, last = list(head), None
-    for _, end, line in unit.items:
+    for _, end, line in items:
         if len("\n".join([*lines, line])) > room:
             break
         lines.append(line)
         last = end
     prefix = [(unit.first, last, "\n".join(lines), True)] if last is not None and len(lines) - len(head) > 1 else []
-    return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in unit.items]
+    return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in items]
 
 
-def segment_pieces(segment: Any, room: int | None) -> list[tuple[int, int, str, bool]]:
+def segment_pieces(
+    segment: Any, room: int | None, exclude: Callable[[str], bool] | None = None
+) -> list[tuple[int, int, str, bool]]:
     """(first, last, text, is_list) of every piece the composer may offer from ``segment`` at ``room`` characters:
-    its units and, for a list longer than the room, the list's pieces (``_pieces``)."""
+    its units and, for a list longer than the room, the list's pieces (``_pieces``; ``exclude``: an exclusion
+    question's excluded thing, whose list items are left out of their list)."""
     units = segment_units(split_sentences(segment.text), 0, segment.heading, keep_short=True)
-    return [piece for unit in units for piece in _pieces(unit, room)]
+    return [piece for unit in units for piece in _pieces(unit, room, exclude)]
 
 
 def answer_candidates(
@@ -71,7 +86,7 @@ def answer_candidates(
         segments += [(s, False) for s in extra]
     units: list[Candidate] = []
     for seg, retrieved in segments:
-        for first, last, text, is_list in segment_pieces(seg, room):
+        for first, last, text, is_list in segment_pieces(seg, room, exclude):
             if exclude is not None and exclude(text):
                 continue
             units.append(
