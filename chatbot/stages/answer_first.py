@@ -27,25 +27,22 @@ def _pieces(
     each item alone, each with what introduces the list (its intro sentence or the section heading). Their
     spans start at the list's start, so two pieces of one list never share a reply. A list that names what an
     exclusion question excluded (``exclude``) in some of its items offers the others, as a list of its own."""
-    items = unit.items
-    if exclude is not None and unit.is_list and items and exclude(unit.text):
-        kept = [item for item in items if not exclude(item[2])]
-        if kept and len(kept) < len(items):  # (none kept, or the intro names it: the caller drops the list)
-            head = [unit.head] if unit.head else []
+    head = [unit.head] if unit.head else []
+    if exclude is not None and unit.is_list and unit.items and exclude(unit.text):
+        kept = [item for item in unit.items if not exclude(item[2])]
+        if kept and len(kept) < len(unit.items):  # (none kept, or the intro names it: the caller drops the list)
             text = "\n".join([*head, *(line for _, _, line in kept)])
             unit = replace(unit, last=kept[-1][1], text=text, items=kept)
-            items = kept
-    if room is None or not unit.is_list or not items or len(unit.text) <= room:
+    if room is None or not unit.is_list or not unit.items or len(unit.text) <= room:
         return [(unit.first, unit.last, unit.text, unit.is_list)]
-    head = [unit.head] if unit.head else []
     lines, last = list(head), None
-    for _, end, line in items:
+    for _, end, line in unit.items:
         if len("\n".join([*lines, line])) > room:
             break
         lines.append(line)
         last = end
     prefix = [(unit.first, last, "\n".join(lines), True)] if last is not None and len(lines) - len(head) > 1 else []
-    return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in items]
+    return prefix + [(unit.first, end, "\n".join([*head, line]), True) for _, end, line in unit.items]
 
 
 def segment_pieces(
