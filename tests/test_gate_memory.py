@@ -176,7 +176,8 @@ def test_the_gate_follows_the_memorys_verdict_and_keeps_its_own_in_the_trace(tmp
         ("quanto dura il baby blues dopo il parto?", True),
         ("how do I renew my passport?", False),
         ("quale crema solare per una vacanza al mare da adulta?", False),
-        ("what's a good exercise routine to build biceps?", None),  # no labelled question within tau: the gate
+        ("what's a good exercise routine to build biceps?", False),  # an out-of-scope exclusion question (s39)
+        ("how do I tune a guitar string?", None),  # no labelled question within tau: the gate decides
         ("come si sostituisce la batteria della macchina?", None),
     ],
 )
