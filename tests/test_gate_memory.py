@@ -208,3 +208,24 @@ def test_an_in_scope_question_counts_only_when_one_of_its_cards_was_retrieved(tm
     assert (decided, trace["nearest_in_scope"]) == (None, 0.0)  # set-a:q1 (card-a) counts, at cosine 0
     assert [n["id"] for n in trace["nearest"]][:2] == ["set-b:q7", "set-a:q1"]  # set-c:q3 is not listed
     assert memory.verdict(cos)[0] is True  # no documents given: every labelled question counts
+
+
+def test_rows_that_do_not_vote_are_left_out_of_the_verdict_only(tmp_path: Path) -> None:
+    arrays = {
+        "vectors": np.eye(3),
+        "in_scope": np.array([True, False, True]),
+        "ids": np.array(["set-a:q1", "set-b:q7", "replies/r.jsonl:q3"]),
+        "cards": np.array(["card-a", "", "card-c"]),
+        "gate": np.array([True, True, False]),
+    }
+    memory = parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, arrays, "m")
+    near_q3 = memory.neighbours(np.array([0.0, 0.1, 1.0]))  # 0.995 to the reply row that does not vote
+    decided, trace = memory.verdict(near_q3)
+    assert (decided, trace["nearest_in_scope"], trace["nearest_out_of_scope"]) == (None, 0.0, 0.0995)
+    assert [n["id"] for n in trace["nearest"]] == ["set-b:q7", "set-a:q1"]  # the trace names voting rows only
+    assert memory.named.tolist() == [True, False, True]  # the card and answer memories still read every row
+    with pytest.raises(ValueError, match=r"gate must hold one true/false per question"):
+        parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, {**arrays, "gate": np.ones(2)}, "m")
+    with pytest.raises(ValueError, match=r"the questions that vote in the gate need both labels"):
+        only_in = {**arrays, "gate": np.array([True, False, True])}
+        parse_memory({"tau": 0.9, "embedder": "e5-onnx", "embedder_name": "x"}, only_in, "m")

@@ -66,7 +66,10 @@ def test_added_questions_keep_label_cards_and_vector_and_a_second_add_changes_no
     np.testing.assert_allclose(memory.vectors[2:], [[0, 0, 1], [0, 0.8, 0.6]], atol=0.01)
     meta = json.loads((folder / "memory.json").read_text())
     assert meta["questions"] == {"in_scope": 2, "out_of_scope": 2} and meta["tau"] == 0.9
-    assert [(a["file"], a["questions"], a["command"]) for a in meta["added"]] == [("gx.jsonl", 2, "cmd")]
+    assert [(a["command"], a["gate"], [(f["file"], f["questions"]) for f in a["files"]]) for a in meta["added"]] == [
+        ("cmd", True, [("gx.jsonl", 2)])
+    ]
+    assert "gate" not in np.load(folder / "memory.npz").files and memory.voting.all()  # every row votes
     before = (folder / "memory.npz").read_bytes()
     assert add(folder, [data], TableEmbedder(table), "cmd") == {"added": 0, "skipped": 2}
     assert (folder / "memory.npz").read_bytes() == before
@@ -77,6 +80,7 @@ def test_reply_rows_are_in_scope_and_malformed_rows_are_clear_errors(tmp_path: P
     assert labelled_rows(reply) == [
         {"id": "r.jsonl:r-1", "text": "how much caffeine?", "in_scope": True, "card_ids": ["en-caffeine"]}
     ]
+    assert labelled_rows(reply, "replies/")[0]["id"] == "replies/r.jsonl:r-1"  # as the answer memory names them
     with pytest.raises(ValueError, match=r"bad.jsonl:1: a labelled row needs an id and a text"):
         labelled_rows(_rows(tmp_path / "bad.jsonl", [{"id": "b-1", "text": " "}]))
     with pytest.raises(ValueError, match=r"in_scope must be true or false, got 'yes'"):
@@ -94,3 +98,13 @@ def test_another_embedders_vectors_are_refused(tmp_path: Path) -> None:
     other.name = "another-build"
     with pytest.raises(ValueError, match=r"holds e5-build vectors; the embedder given is another-build"):
         add(folder, [data], other, "cmd")
+
+
+def test_rows_added_without_a_vote_are_marked_and_earlier_rows_keep_theirs(tmp_path: Path) -> None:
+    folder = _memory(tmp_path / "m")
+    data = _rows(tmp_path / "r.jsonl", [{"id": "r-1", "question": "how much caffeine?", "card_id": "en-caffeine"}])
+    add(folder, [data], TableEmbedder({"how much caffeine?": [1.0, 1.0, 0.0]}), "cmd", "replies/", vote=False)
+    load_memory.cache_clear()
+    memory = load_memory(str(folder))
+    assert memory.ids[-1] == "replies/r.jsonl:r-1" and memory.voting.tolist() == [True, True, False]
+    assert json.loads((folder / "memory.json").read_text())["added"][0]["gate"] is False

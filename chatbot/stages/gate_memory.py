@@ -12,8 +12,9 @@ question, its label decides:
     otherwise                                                            -> the classifier gate decides
 
 An in-scope labelled question counts only when one of the cards its set names is among the new question's retrieved
-documents (a withdrawn card lends no label). ``tau`` was chosen leave-one-set-out on the labelled sets
-(``python -m evaluation.redteam.gate_memory_fit``): each set judged by the labels of the others, written by other
+documents (a withdrawn card lends no label). Rows marked not to vote (memory.npz ``gate``: reply sets added for the card
+and answer memories, all in scope) are left out of the verdict. ``tau`` was chosen leave-one-set-out on the labelled
+sets (``python -m evaluation.redteam.gate_memory_fit``): each set judged by the labels of the others, written by other
 people. The memory knows the topics of the cards it was labelled on: rebuild it when the library changes (the model
 card says how); the trace names the nearest labelled questions, so a clinician sees why."""
 
@@ -42,6 +43,14 @@ class GateMemory:
     embedder: str  # the embedding.model its vectors come from; another embedder's questions are not compared
     embedder_name: str  # that embedder's build (Embedder.name): a question embedded by another is not compared
     source: str
+    # (n,) bool, rows whose label takes part in the gate's verdict (None: all). Reply-set rows added for the card and
+    # answer memories only are False: all in scope, they would tilt the verdict toward answering (session 39).
+    votes: np.ndarray | None = None
+
+    @cached_property
+    def voting(self) -> np.ndarray:
+        """(n,) bool: the rows the gate's verdict reads."""
+        return np.ones(len(self.ids), dtype=bool) if self.votes is None else self.votes
 
     @cached_property
     def named(self) -> np.ndarray:
@@ -65,7 +74,7 @@ class GateMemory:
         in_scope = self.in_scope
         if documents is not None:
             in_scope = in_scope & np.array([not c or bool(c & documents) for c in self.cards])
-        labelled = in_scope | ~self.in_scope
+        labelled = (in_scope | ~self.in_scope) & self.voting
         nearest_in, nearest_out = nearest_by_label(cosines[labelled], in_scope[labelled])
         decided: bool | None = None
         if nearest_in >= self.tau and nearest_in >= nearest_out:
@@ -83,7 +92,7 @@ class GateMemory:
 
     def nearest(self, cosines: np.ndarray, n: int = 3) -> list[dict[str, Any]]:
         """The ``n`` nearest labelled questions: id, label, cosine (for the trace and the review page)."""
-        order = np.argsort(-cosines, kind="stable")[:n]
+        order = [i for i in np.argsort(-cosines, kind="stable")[:n] if cosines[i] > -2.0]  # -2: not labelled here
         return [
             {"id": self.ids[i], "in_scope": bool(self.in_scope[i]), "cosine": round(float(cosines[i]), 4)}
             for i in order
@@ -173,7 +182,14 @@ def parse_memory(meta: dict[str, Any], arrays: Any, source: str) -> GateMemory:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if (norms == 0).any():
         raise ValueError(f"{source}: a labelled question has a zero vector")
-    return GateMemory(vectors / norms, labels, tuple(ids), tuple(cards), float(tau), embedder, name, source)
+    votes = arrays.get("gate")
+    if votes is not None:
+        votes = np.asarray(votes)
+        if votes.dtype != bool or votes.shape != labels.shape:
+            raise ValueError(f"{source}: gate must hold one true/false per question (does its label vote in the gate)")
+        if labels[votes].all() or not labels[votes].any():
+            raise ValueError(f"{source}: the questions that vote in the gate need both labels")
+    return GateMemory(vectors / norms, labels, tuple(ids), tuple(cards), float(tau), embedder, name, source, votes)
 
 
 @lru_cache(maxsize=4)

@@ -6,8 +6,10 @@
 Each file holds spent labelled rows (``{"id", "text" or "question", "in_scope", "card_id"}``; a row without
 ``in_scope`` is in scope). They are embedded by the memory's own embedder, as ``gate_memory_fit`` embeds every memory
 question, and appended as ``<file name>:<id>``; a row already in the memory is skipped, so adding a file twice changes
-nothing. ``memory.json`` keeps its tau and records each addition (file, sha256, questions, command). A full rebuild
-(``gate_memory_fit``) re-chooses tau over every set; an addition keeps it.
+nothing. ``memory.json`` keeps its tau and records each addition (command, whether the rows vote in the gate, and
+each file's name, sha256 and questions). A full rebuild (``gate_memory_fit``) re-chooses tau over every set; an
+addition keeps it. ``--no-vote``: the rows serve the card and answer memories only (memory.npz ``gate``), for sets
+with one label (reply sets, all in scope), which would tilt the gate's verdict.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from evaluation.redteam.gate_memory_fit import card_ids, int8_rows
 PROG = "python -m evaluation.redteam.gate_memory_add"
 
 
-def labelled_rows(path: Path) -> list[dict[str, Any]]:
-    """The file's rows as memory entries (id, text, in_scope, card ids); a clear error on a malformed row."""
+def labelled_rows(path: Path, prefix: str = "") -> list[dict[str, Any]]:
+    """The file's rows as memory entries (id ``<prefix><file name>:<id>``, text, in_scope, card ids); a clear error
+    on a malformed row."""
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -45,7 +48,7 @@ def labelled_rows(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}:{n}: in_scope must be true or false, got {in_scope!r}")
         rows.append(
             {
-                "id": f"{path.name}:{row['id']}",
+                "id": f"{prefix}{path.name}:{row['id']}",
                 "text": text,
                 "in_scope": in_scope,
                 "card_ids": card_ids({**row, "in_scope": in_scope}),
@@ -54,8 +57,11 @@ def labelled_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def add(folder: Path, files: Sequence[Path], embedder: Any, command: str) -> dict[str, int]:
-    """Append the files' labelled questions to the memory in ``folder``; (added, skipped) counts."""
+def add(
+    folder: Path, files: Sequence[Path], embedder: Any, command: str, prefix: str = "", vote: bool = True
+) -> dict[str, int]:
+    """Append the files' labelled questions to the memory in ``folder``; (added, skipped) counts. ``vote`` False:
+    the rows serve the card and answer memories, and the gate's verdict does not read them (memory.npz ``gate``)."""
     meta = json.loads((folder / "memory.json").read_text(encoding="utf-8"))
     given = getattr(embedder, "name", None)
     if given != meta.get("embedder_name"):
@@ -65,12 +71,13 @@ def add(folder: Path, files: Sequence[Path], embedder: Any, command: str) -> dic
     known = {str(i) for i in memory["ids"]}
     new, skipped, additions = [], 0, []
     for path in files:
-        rows = labelled_rows(path)
-        fresh = [r for r in rows if r["id"] not in known and r["id"] not in {x["id"] for x in new}]
+        rows = labelled_rows(path, prefix)
+        fresh = [r for r in rows if r["id"] not in known]
+        known.update(r["id"] for r in fresh)
         skipped += len(rows) - len(fresh)
         new.extend(fresh)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        additions.append({"file": path.name, "sha256": digest, "questions": len(fresh), "command": command})
+        additions.append({"file": path.name, "sha256": digest, "questions": len(fresh)})
     if new:
         vectors = np.asarray(embedder.embed_queries([r["text"] for r in new]), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -82,10 +89,13 @@ def add(folder: Path, files: Sequence[Path], embedder: Any, command: str) -> dic
         memory["cards"] = np.concatenate([memory["cards"], cards]).astype(
             f"<U{max(memory['cards'].dtype.itemsize // 4, cards.dtype.itemsize // 4)}"
         )
+        if not vote or "gate" in memory:
+            votes = memory.get("gate", np.ones(len(memory["ids"]) - len(new), dtype=bool))
+            memory["gate"] = np.concatenate([votes, np.full(len(new), vote)])
         np.savez_compressed(folder / "memory.npz", **memory)
         y = memory["in_scope"]
         meta["questions"] = {"in_scope": int(y.sum()), "out_of_scope": int((~y).sum())}
-        meta["added"] = [*meta.get("added", []), *additions]
+        meta["added"] = [*meta.get("added", []), {"command": command, "gate": vote, "files": additions}]
         (folder / "memory.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return {"added": len(new), "skipped": skipped}
 
@@ -94,12 +104,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory", type=Path, required=True, help="the memory folder (memory.json + memory.npz)")
     parser.add_argument("--data", type=Path, action="append", required=True, help="labelled question file")
+    parser.add_argument(
+        "--prefix",
+        default="",
+        help='before each id\'s file name: "replies/" for reply sets (the answer memory reads them)',
+    )
+    parser.add_argument(
+        "--no-vote",
+        action="store_true",
+        help="the rows serve the card and answer memories only; the gate's verdict ignores them (all-in-scope sets)",
+    )
     args = parser.parse_args(argv)
     from chatbot.embedders import load_embedder
 
     meta = json.loads((args.memory / "memory.json").read_text(encoding="utf-8"))
     command = " ".join([PROG, *(argv if argv is not None else sys.argv[1:])])
-    counts = add(args.memory, args.data, load_embedder(meta["embedder"], threads=2), command)
+    embedder = load_embedder(meta["embedder"], threads=2)
+    counts = add(args.memory, args.data, embedder, command, args.prefix, vote=not args.no_vote)
     print(f"{args.memory}: {counts['added']} questions added, {counts['skipped']} already there", file=sys.stderr)
     return 0
 
