@@ -23,7 +23,8 @@ import pytest
 PROJECT = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "chatbot", "corpus", "evaluation", "ui", "models", "prompts")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "results")
-MAX_WHEEL_BYTES = 95_000_000  # the reranker (safetensors + int8 ONNX) is most of it; reranker-e5 adds 19.8 MB
+MAX_WHEEL_BYTES = 97_000_000  # the reranker (safetensors + int8 ONNX) is most of it; reranker-e5 adds 19.8 MB,
+# the gate memory with its 8,230 labelled questions and their key phrases 3.6 MB (session 39)
 INGESTED = ("en-preg-folic-acid", "en-preg-pregnancy-tests", "en-nutr-vegetarian-vegan-pregnancy", "en-preg-caffeine")
 QUESTIONS = {
     "folic": "How much folic acid should I take before and during pregnancy?",

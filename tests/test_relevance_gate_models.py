@@ -286,18 +286,20 @@ def test_a_labelled_neighbours_key_phrase_opens_the_reply(services):
 
 
 def test_a_calm_question_near_a_remembered_emergency_is_not_answered_from_the_emergency_card(services):
-    """Waking on one's back at 31 weeks is 0.926 from a labelled emergency ('mia moglie ... è svenuta e non si
-    sveglia bene'), whose card says to call 112 now. The screen is calm, so the remembered urgent card is not
-    brought from rank 9: the reply says to turn onto one's side (the English sleep-position card, first link)."""
+    """Waking on one's back at 31 weeks was 0.926 from a labelled emergency ('mia moglie ... è svenuta e non si
+    sveglia bene'), whose card says to call 112 now; the guard kept that urgent card from being brought. Since session
+    39 the memory also holds the reply sets v36-v78, and a calm labelled question on the English sleep-position card
+    is nearer (0.997): that card is brought from retrieval's rank 10 and answers. Either way the calm question gets
+    no urgent card and no emergency number (the guard itself: tests/test_card_memory.py)."""
     question = "Sono di 31 settimane e stanotte mi sono risvegliata sulla schiena, cosa devo fare?"
     ans = ask(services, question)
     memory = ans["trace"]["safety"]["card_memory"]
-    assert (ans["urgent"], memory["cards"], memory["picked"], memory["reason"]) == (
+    assert (ans["urgent"], memory["cards"], memory["picked"]) == (
         False,
-        ["it-urgent-emergency"],
-        None,
-        "urgent card",
+        ["en-preg-sleep-position"],
+        "en-preg-sleep-position",
     )
+    assert ans["links"][0]["segment_id"].split("#")[0] == "en-preg-sleep-position"
     assert not any("urgent" in link["segment_id"] for link in ans["links"])
     assert "112" not in ans["reply"] and "just turn onto your side" in ans["reply"]
 
