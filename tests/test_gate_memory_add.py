@@ -87,7 +87,7 @@ def test_reply_rows_are_in_scope_and_malformed_rows_are_clear_errors(tmp_path: P
         labelled_rows(_rows(tmp_path / "bad2.jsonl", [{"id": "b-2", "text": "q", "in_scope": "yes"}]))
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "c-1", "text": \n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"broken.jsonl:1: not JSON"):
+    with pytest.raises(ValueError, match=r"broken.jsonl:1: invalid JSON"):
         labelled_rows(broken)
 
 

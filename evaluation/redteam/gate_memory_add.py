@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.jsonl_sets import read_records
 from evaluation.redteam.gate_memory_fit import card_ids, int8_rows
 
 PROG = "python -m evaluation.redteam.gate_memory_add"
@@ -33,15 +34,9 @@ def labelled_rows(path: Path, prefix: str = "") -> list[dict[str, Any]]:
     """The file's rows as memory entries (id ``<prefix><file name>:<id>``, text, in_scope, card ids); a clear error
     on a malformed row."""
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from exc
-        text = (row.get("text") or row.get("question")) if isinstance(row, dict) else None
-        if not isinstance(text, str) or not text.strip() or not row.get("id"):
+    for n, row in read_records(path, ("id",), "labelled set"):
+        text = row.get("text") or row.get("question")
+        if not isinstance(text, str) or not text.strip() or not row["id"]:
             raise ValueError(f"{path}:{n}: a labelled row needs an id and a text (or question)")
         in_scope = row.get("in_scope", True)
         if not isinstance(in_scope, bool):
