@@ -169,7 +169,7 @@ def list_models() -> list[dict[str, Any]]:
     gm = shipped_model("relevance_gate") / "memory"
     if (gm / "memory.npz").is_file():
         name = f"relevance gate memory of labelled questions (safety.gate_memory={settings.safety.gate_memory})"
-        source = "raw e5-onnx vectors of the spent dev questions, `evaluation.redteam.gate_memory_fit` (+ `gate_memory_add`)"
+        source = "raw e5-onnx vectors of spent dev questions, `evaluation.redteam.gate_memory_fit` / `gate_memory_add`"
         out.append(_model_entry(name, gm, "memory.npz", source))
     ak = shipped_model("asked_kind")
     if (ak / "weights.npz").is_file():
