@@ -78,12 +78,8 @@ def add(
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         memory["vectors"] = np.concatenate([memory["vectors"], int8_rows(vectors)])
         memory["in_scope"] = np.concatenate([memory["in_scope"], np.array([r["in_scope"] for r in new])])
-        width = max(memory["ids"].dtype.itemsize // 4, *(len(r["id"]) for r in new))
-        memory["ids"] = np.concatenate([memory["ids"], np.array([r["id"] for r in new])]).astype(f"<U{width}")
-        cards = np.array(["|".join(r["card_ids"]) for r in new])
-        memory["cards"] = np.concatenate([memory["cards"], cards]).astype(
-            f"<U{max(memory['cards'].dtype.itemsize // 4, cards.dtype.itemsize // 4)}"
-        )
+        memory["ids"] = np.concatenate([memory["ids"], np.array([r["id"] for r in new])])  # widens to the longest
+        memory["cards"] = np.concatenate([memory["cards"], np.array(["|".join(r["card_ids"]) for r in new])])
         if not vote or "gate" in memory:
             votes = memory.get("gate", np.ones(len(memory["ids"]) - len(new), dtype=bool))
             memory["gate"] = np.concatenate([votes, np.full(len(new), vote)])
