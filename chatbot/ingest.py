@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus.importers import read_corpus
-from corpus.segmenter import segment_documents
+from corpus.segmenter import segment_documents, shared_passages
 
 
 def ingest_paths(
@@ -36,6 +36,10 @@ def ingest_paths(
     if not result.documents:
         raise ValueError("no valid documents found; nothing ingested")
     segments = segment_documents(result.documents, settings.corpus.segment_max_chars, settings.corpus.segment_min_chars)
+    shared = shared_passages(segments)
+    if shared and not quiet:
+        first = ", ".join(sorted({s.doc_id for s in shared[0]}))
+        log(f"{len(shared)} passages appear in more than one document (e.g. in {first}); links list each once")
     with tqdm(total=len(segments), desc=desc, unit="seg", file=sys.stderr, disable=quiet, mininterval=5) as bar:
 
         def set_total(n: int) -> None:
@@ -59,6 +63,7 @@ def ingest_paths(
         **report.as_dict(),
         "seconds": round(report.seconds, 1),
         "skipped_records": len(result.problems),
+        "shared_passages": len(shared),
         "segments_per_s": round(rate, 1),
         "collection": services.collection_name,
         "embedding_model": services.embedder.name,

@@ -92,3 +92,17 @@ def embedding_text(segment: Segment) -> str:
         else f"{segment.title}: {segment.heading}"
     )
     return f"{head}\n{segment.text}" if head else segment.text
+
+
+def passage_key(segment: Segment) -> str:
+    """What makes two segments the same passage for a patient: their text, spaces and case aside."""
+    return " ".join(segment.text.split()).casefold()
+
+
+def shared_passages(segments: Iterable[Segment]) -> list[list[Segment]]:
+    """Groups of segments of different documents that hold the same passage (``passage_key``), in input order;
+    a library should hold each passage once, and the links list it once (``chatbot.stages.rerank``)."""
+    groups: dict[str, list[Segment]] = {}
+    for s in segments:
+        groups.setdefault(passage_key(s), []).append(s)
+    return [g for g in groups.values() if len({s.doc_id for s in g}) > 1]

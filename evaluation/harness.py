@@ -151,6 +151,52 @@ def compute_metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[str]]
     return {"aggregate": aggregate, "per_query": per_query}
 
 
+def shared_text_groups(corpus: Path) -> dict[str, str]:
+    """{document id: the first id, in file order, of the documents whose text is the same (spaces and case
+    aside)}, for the documents that share their text with another; {} when every text is distinct.
+
+    Some public sets hold one answer under several ids (MEDIQA lists an answer once per question it was a
+    candidate for, judged for that question only): a ranking that returns the copy under another id scores it
+    unjudged. ``content_level`` rescores with one id per distinct text."""
+    first: dict[str, str] = {}
+    groups: dict[str, list[str]] = {}
+    with corpus.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            key = " ".join(str(rec.get("text", "")).split()).casefold()
+            if not key:  # a record without text is never indexed, so never a copy of anything
+                continue
+            doc_id = str(rec["_id"])
+            groups.setdefault(first.setdefault(key, doc_id), []).append(doc_id)
+    return {d: head for head, ids in groups.items() if len(ids) > 1 for d in ids}
+
+
+def content_level(
+    qrels: dict[str, dict[str, int]], runs: dict[str, list[str]], groups: dict[str, str]
+) -> dict[str, Any]:
+    """``compute_metrics`` with each document replaced by its text group's id (``shared_text_groups``) and judged
+    as the copy judged for that question (the highest grade when several are). A later copy of a text already
+    ranked keeps its place but earns nothing, as a link repeating an earlier link's passage tells a patient
+    nothing new."""
+    canon_qrels: dict[str, dict[str, int]] = {}
+    for q, docs in qrels.items():
+        row = canon_qrels.setdefault(q, {})
+        for d, grade in docs.items():
+            c = groups.get(d, d)
+            row[c] = max(grade, row.get(c, grade))
+    canon_runs: dict[str, list[str]] = {}
+    for q, ranked in runs.items():
+        seen: set[str] = set()
+        out = canon_runs.setdefault(q, [])
+        for d in ranked:
+            c = groups.get(d, d)
+            out.append(f"{d} (repeats {c})" if c in seen else c)  # an id no question has judged
+            seen.add(c)
+    return compute_metrics(canon_qrels, canon_runs)
+
+
 def paired_tests(per_query: dict[str, dict[str, dict[str, float]]], metric: str) -> list[dict[str, Any]]:
     """Two-sided paired Wilcoxon signed-rank test and paired t-test between every two pipelines."""
     from scipy import stats
@@ -265,6 +311,14 @@ def evaluate(
                 "p95": round(percentile(latencies[name]["total"], 95), 1),
             },
         }
+    groups = shared_text_groups(data / "corpus.jsonl")
+    content: dict[str, dict[str, dict[str, float]]] = {}
+    if groups:
+        summary["content_level"] = {"documents_sharing_text": len(groups), "pipelines": {}}
+        for name in pipelines:
+            m = content_level(judged.qrels, runs[name], groups)
+            content[name] = m["per_query"]
+            summary["content_level"]["pipelines"][name] = {k: round(v, 4) for k, v in m["aggregate"].items()}
     summary["llm_fallbacks"] = {name: sum(fallbacks[name].values()) for name in pipelines}
     summary["by_type"] = by_type(types, per_query, totals)
     stage_latency = {
@@ -275,7 +329,14 @@ def evaluate(
     }
     tests = paired_tests(per_query, "nDCG@10") + paired_tests(per_query, "P@3") if len(pipelines) > 1 else []
     rows = [
-        {"query_id": q, "pipeline": name, "type": types[q][0], **per_query[name][q], "top": tops[name][q]}
+        {
+            "query_id": q,
+            "pipeline": name,
+            "type": types[q][0],
+            **per_query[name][q],
+            **{f"content/{k}": v for k, v in content.get(name, {}).get(q, {}).items()},
+            "top": tops[name][q],
+        }
         for name in pipelines
         for q in judged.queries
     ]
@@ -391,6 +452,22 @@ def retrieval_report(result: dict[str, Any], name: str, command: str) -> Report:
             f"{s['Success@1']:.4f} | {s['latency_ms']['p50']:.1f} | {s['latency_ms']['p95']:.1f} | "
             f"{fell_back_counts.get(p, 0)} |"
         )
+    content = summary.get("content_level")
+    if content:
+        lines += [
+            "",
+            f"Content level: {content['documents_sharing_text']} documents of the corpus share their text with "
+            "another; here a copy is judged as the copy judged for the question, and a copy listed after another "
+            "earns nothing (`evaluation.harness.content_level`). Per-query keys `content/<metric>`.",
+            "",
+            "| pipeline | nDCG@10 | P@3 | R@50 | MRR@10 | Success@1 |",
+            "|---|---|---|---|---|---|",
+        ]
+        for p, s in content["pipelines"].items():
+            lines.append(
+                f"| {p} | {s['nDCG@10']:.4f} | {s['P@3']:.4f} | {s['R@50']:.4f} | {s['MRR@10']:.4f} | "
+                f"{s['Success@1']:.4f} |"
+            )
     types = summary.get("by_type", {})
     if types:
         counts = ", ".join(

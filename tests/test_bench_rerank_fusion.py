@@ -12,7 +12,7 @@ from evaluation.bench_rerank_fusion import documents_in_order, orderings
 
 def _hits(doc_ids: list[str]) -> list[Hit]:
     return [
-        Hit(Segment(id=f"{d}#{i}", doc_id=d, text="t", title=d, source_url="", position=0), 0.0)
+        Hit(Segment(id=f"{d}#{i}", doc_id=d, text=f"passage {i}", title=d, source_url="", position=0), 0.0)
         for i, d in enumerate(doc_ids)
     ]
 

@@ -15,10 +15,12 @@ from evaluation.harness import (
     apply_overrides,
     by_type,
     compute_metrics,
+    content_level,
     evaluate,
     load_judged,
     paired_tests,
     query_type,
+    shared_text_groups,
     write_report,
 )
 from tests.conftest import FakeEmbedder
@@ -51,6 +53,42 @@ def test_a_query_with_an_empty_run_scores_zero_not_dropped():
 
     assert m["aggregate"]["MRR@10"] == pytest.approx(0.5)
     assert m["aggregate"]["Success@1"] == pytest.approx(0.5)
+
+
+def test_shared_text_groups_name_each_copy_by_its_first_id(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    docs = [
+        ("q1_A1", "Rest and fluids."),
+        ("q1_A2", "Antivirals."),
+        ("q2_A1", "rest  and FLUIDS."),
+        ("q3_A1", "x"),
+        ("e1", " "),
+        ("e2", ""),
+    ]
+    corpus.write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs))
+
+    assert shared_text_groups(corpus) == {"q1_A1": "q1_A1", "q2_A1": "q1_A1"}
+
+
+def test_content_level_judges_a_copy_as_the_judged_copy_and_a_repeat_earns_nothing():
+    groups = {"q1_A1": "q1_A1", "q2_A1": "q1_A1"}
+    qrels = {"q2": {"q2_A1": 2, "q2_A2": 0, "q2_A3": 1}}
+    # q1_A1 is the text judged 2 for q2, listed under q1's id; q2_A1 repeats it
+    with_repeat = {"q2": ["q1_A1", "q2_A1", "q2_A3", "q2_A2"]}
+    distinct = {"q2": ["q1_A1", "q2_A3", "q2_A2"]}
+
+    plain = compute_metrics(qrels, with_repeat)["per_query"]["q2"]
+    repeat = content_level(qrels, with_repeat, groups)["per_query"]["q2"]
+    content = content_level(qrels, distinct, groups)["per_query"]["q2"]
+
+    assert (plain["P@3"], plain["Success@1"]) == (pytest.approx(2 / 3), 0.0)
+    assert (repeat["P@3"], repeat["Success@1"], repeat["R@50"]) == (pytest.approx(2 / 3), 1.0, 1.0)
+    assert (content["P@3"], content["Success@1"], content["R@50"]) == (pytest.approx(2 / 3), 1.0, 1.0)
+    # the repeat holds rank 2, so the grade-1 answer sits at rank 3, not 2
+    assert repeat["nDCG@10"] < content["nDCG@10"]
+    assert content_level(qrels, {"q2": ["q1_A1", "q2_A1", "q2_A2"]}, groups)["per_query"]["q2"]["P@3"] == (
+        pytest.approx(1 / 3)
+    )
 
 
 def test_paired_tests_report_identical_pipelines_as_p_one():
@@ -133,6 +171,36 @@ def test_evaluate_end_to_end_on_fake_vectors(tmp_path, fake_embedder):
     assert "| dense | 1.0000 | 0.3333 | 1.0000 | 1.0000 |" in report.read_text()
     assert (tmp_path / "out" / "tiny.png").stat().st_size > 0
     assert len((tmp_path / "out" / "tiny.per_query.jsonl").read_text().splitlines()) == 6
+
+
+def test_a_passage_indexed_under_two_ids_is_listed_once_and_scored_once_at_content_level(tmp_path, fake_embedder):
+    # q-fever's judged answer is also in the corpus under q-other's id (as MEDIQA lists an answer per question)
+    data = _beir(
+        tmp_path / "copies",
+        {
+            "q-fever_A1": "Fever in children: fever above 38C.",
+            "q-other_A1": "Fever in children: fever above 38C.",
+            "q-fever_A2": "Asthma inhalers and asthma plans.",
+        },
+        {"q-fever": "fever"},
+        {"q-fever": {"q-fever_A1": 1, "q-fever_A2": 0}},
+    )
+    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
+    services = Services(settings, collection="copies")
+    services.__dict__["embedder"] = fake_embedder
+
+    result = evaluate(data, ["dense"], settings=settings, services=services, log=lambda *a: None)
+
+    assert result["index"]["shared_passages"] == 1  # `chatbot ingest` reports it too
+    (row,) = result["per_query"]
+    assert len(row["top"]) == 2  # one copy of the fever passage, then the asthma answer
+    assert row["top"][1]["doc_id"] == "q-fever_A2"
+    content = result["summary"]["content_level"]
+    assert content["documents_sharing_text"] == 2
+    assert content["pipelines"]["dense"]["Success@1"] == 1.0
+    assert (row["content/Success@1"], row["content/P@3"]) == (1.0, pytest.approx(1 / 3))
+    report = write_report(result, tmp_path / "out", "copies", "chatbot eval retrieval --data copies")
+    assert "| dense | 1.0000 | 0.3333 | 1.0000 | 1.0000 | 1.0000 |" in report.read_text()
 
 
 # -- question-type split ---------------------------------------------------------------------------------

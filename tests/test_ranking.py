@@ -76,6 +76,39 @@ def test_best_per_document_breaks_ties_by_input_order():
     assert ids(best_per_document(hits)) == ["x1", "y1"]
 
 
+def test_best_per_document_shows_a_passage_published_under_two_documents_once():
+    same = "Take  folic acid before pregnancy."
+    hits = [
+        Hit(seg("x1", "x", same), 0.9, {}),
+        Hit(seg("y1", "y", "take folic acid before\npregnancy."), 0.9, {}),  # same words, other spaces and case
+        Hit(seg("z1", "z", "Iron-rich foods."), 0.7, {}),
+        Hit(seg("y2", "y", "Folate in green vegetables."), 0.6, {}),
+    ]
+
+    assert ids(best_per_document(hits)) == ["x1", "z1", "y2"]
+    assert ids(best_per_document(hits, 2)) == ["x1", "z1"]
+
+
+def test_best_per_document_skips_a_copy_of_any_listed_documents_passage():
+    # y holds x's two passages; x is listed with x2, so y's copy of x1 is not a new passage either
+    hits = [
+        Hit(seg("x2", "x", "Folate in green vegetables."), 0.9, {}),
+        Hit(seg("y1", "y", "Take folic acid before pregnancy."), 0.8, {}),
+        Hit(seg("x1", "x", "Take folic acid before pregnancy."), 0.8, {}),
+        Hit(seg("y2", "y", "Folate in green vegetables."), 0.9, {}),
+        Hit(seg("z1", "z", "Iron-rich foods."), 0.7, {}),
+    ]
+
+    assert ids(best_per_document(hits)) == ["x2", "z1"]
+
+
+def test_best_per_document_never_takes_segments_without_text_for_copies():
+    empty = [Segment(id=f"{d}1", doc_id=d, text="", title=d, source_url="", position=0) for d in ("x", "y")]
+    hits = [Hit(empty[0], 0.9, {}), Hit(empty[1], 0.8, {})]
+
+    assert ids(best_per_document(hits)) == ["x1", "y1"]
+
+
 # -- rerank -------------------------------------------------------------------
 
 
@@ -127,6 +160,18 @@ def test_rerank_scores_only_the_first_candidates_and_appends_the_rest_in_first_s
     assert [h.score for h in ranked] == pytest.approx([0.7, 0.1, 0.7, 0.45])
     assert [sorted(h.detail) for h in ranked] == [["dense", "fake"], ["dense", "fake"], ["dense"], ["dense"]]
     assert ids(rerank("q", candidates, reranker, n=3, candidates=2)) == ["c1", "a1", "d1"]
+
+
+def test_rerank_skips_a_tail_copy_of_a_reranked_passage():
+    reranker = FakeReranker({"a1": 0.2, "c1": 0.7})
+    hits = [
+        Hit(seg("a1", "a", "Rest and fluids."), 0.9, {"dense": 0.9}),
+        Hit(seg("c1", "c", "Antivirals within 48 hours."), 0.8, {"dense": 0.8}),
+        Hit(seg("e1", "e", "Rest and  fluids."), 0.7, {"dense": 0.7}),  # a's passage under another document
+        Hit(seg("d1", "d", "Fever above 38C."), 0.6, {"dense": 0.6}),
+    ]
+
+    assert ids(rerank("q", hits, reranker, n=None, candidates=2)) == ["c1", "a1", "d1"]
 
 
 def test_rerank_with_rrf_fuses_first_stage_rank_and_reranker_rank(candidates):

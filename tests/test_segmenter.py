@@ -3,7 +3,14 @@ from __future__ import annotations
 import pytest
 
 from corpus.model import Document, segment_id
-from corpus.segmenter import embedding_text, segment_document, segment_documents, split_text
+from corpus.segmenter import (
+    embedding_text,
+    passage_key,
+    segment_document,
+    segment_documents,
+    shared_passages,
+    split_text,
+)
 
 ASTHMA_MD = """# Asthma
 
@@ -192,3 +199,19 @@ def test_metadata_round_trip():
     assert "id" not in meta and "text" not in meta and "extra" not in meta
     assert all(isinstance(v, str | int | bool) for v in meta.values())
     assert type(seg).from_metadata(seg.id, seg.text, meta) == seg
+
+
+def test_shared_passages_are_the_same_text_in_two_documents_not_one():
+    docs = [
+        make_doc(f"{SLEEP}\n\n{ROOM}", "sleep-leaflet"),
+        make_doc(
+            f"{SLEEP.upper()}\n\nFeed on demand in the first weeks, day and night, as often as baby wants.", "feeding"
+        ),
+        make_doc(f"{ROOM}\n\n{ROOM}", "room"),  # the same paragraph twice in one document is not shared
+    ]
+    segments = segment_documents(docs, max_chars=100, min_chars=10)
+
+    groups = shared_passages(segments)
+
+    assert [[s.doc_id for s in g] for g in groups] == [["sleep-leaflet", "feeding"], ["sleep-leaflet", "room", "room"]]
+    assert passage_key(groups[0][0]) == passage_key(groups[0][1]) == " ".join(SLEEP.split()).casefold()

@@ -13,7 +13,7 @@ from chatbot.file_digest import sha256_of
 from chatbot.index import Hit
 from chatbot.onnx_files import ONNX_FILE, cpu_session, weights_file
 from corpus.model import Segment
-from corpus.segmenter import embedding_text
+from corpus.segmenter import embedding_text, passage_key
 
 
 class Reranker(Protocol):
@@ -23,13 +23,23 @@ class Reranker(Protocol):
 
 
 def best_per_document(hits: Sequence[Hit], n: int | None = None) -> list[Hit]:
-    """Keep each document's best-scoring segment, in score order, then the first ``n``."""
+    """Keep each document's best-scoring segment, in score order, then the first ``n``. A segment with the text
+    of a segment of an already kept document (the same passage published under two documents) is skipped, so
+    every link shows a passage no earlier link holds; its document may still enter with another segment. A segment
+    without text (never made by the segmenter) is nobody's copy."""
+    keys = [passage_key(h.segment) for h in hits]
+    of_document: dict[str, set[str]] = {}
+    for h, key in zip(hits, keys, strict=True):
+        of_document.setdefault(h.segment.doc_id, set()).add(key)
     seen: set[str] = set()
+    shown: set[str] = set()
     out: list[Hit] = []
-    for hit in sorted(hits, key=lambda h: -h.score):
-        if hit.segment.doc_id in seen:
+    for i in sorted(range(len(hits)), key=lambda i: -hits[i].score):
+        hit = hits[i]
+        if hit.segment.doc_id in seen or (keys[i] and keys[i] in shown):
             continue
         seen.add(hit.segment.doc_id)
+        shown |= of_document[hit.segment.doc_id]
         out.append(hit)
         if n is not None and len(out) == n:
             break
@@ -64,7 +74,10 @@ def rerank(
     ]
     ranked = best_per_document(rescored)
     seen = {h.segment.doc_id for h in ranked}
-    ranked += [h for h in best_per_document(tail) if h.segment.doc_id not in seen]
+    shown = {passage_key(h.segment) for h in rescored if h.segment.doc_id in seen} - {""}
+    ranked += best_per_document(
+        [h for h in tail if h.segment.doc_id not in seen and passage_key(h.segment) not in shown]
+    )
     return ranked if n is None else ranked[:n]
 
 
