@@ -343,8 +343,12 @@ def _answer(
             rescued, safety_trace["gloss_order"] = reordered[0], ordered
     if rescued is not None:  # answered because of this document: the reply is its own, and it is linked first
         from chatbot.stages.cross_language_gate import mixed_view
+        from corpus.segmenter import passage_key
 
-        composed, result.top = compose([rescued]), mixed_view(result, rescued, services.settings.retrieval.top_n).top
+        # a copy of the card under another document (a passage published twice) is not linked beside it
+        copies = {passage_key(s) for s in services.index.document_segments(rescued.segment.doc_id)}
+        view = mixed_view(result, rescued, services.settings.retrieval.top_n, copies)
+        composed, result.top = compose([rescued]), view.top
     elif pool and ccfg.mode == "extractive" and ccfg.answer_scorer != "similarity" and not chosen.logical:
         urgent_docs = urgent_card_ids(services.settings.safety.urgent_cards)
         dense = getattr(services, "dense", None)

@@ -12,6 +12,8 @@ from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult
 from chatbot.stages.answer_pool import separate_candidate
 from chatbot.stages.cross_language_gate import cross_language_score, mixed_view, second_look
+from corpus.segmenter import passage_key
+from tests.segments import seg as make_seg
 from tests.test_answer_pool import CAFFE, FEBBRE, FOLATO, SONNO, TEA, VITD, WINE, doc_ids, hit
 from tests.test_cross_language_offset import BasisEmbedder, BasisIndex
 
@@ -118,6 +120,24 @@ def test_the_mixed_view_links_the_other_language_card_first() -> None:
     view = mixed_view(result_of(top, [hit(CAFFE, 0.8)]), hit(VITD, 0.7), top_n=3)
     assert doc_ids(view.top) == ["vitd", "folato", "sonno"]
     assert doc_ids(view.ranked) == ["vitd", "folato", "sonno", "febbre", "caffe-it"]
+
+
+def test_the_mixed_view_drops_a_copy_of_the_card_and_links_the_next_document() -> None:
+    # "vitd-leaflet" publishes the Vitamin D card's passage again; it was ranked first, the card itself not at all
+    leaflet = make_seg("vitd-leaflet", VITD.text.upper(), title="Vitamin D leaflet", language="en")
+    top = [hit(leaflet, 0.9), hit(FOLATO, 0.86), hit(SONNO, 0.85)]
+    result = result_of(top, [hit(FEBBRE, 0.84), hit(CAFFE, 0.8)])
+    card = hit(VITD, 0.7)
+
+    view = mixed_view(result, card, top_n=3)
+
+    assert doc_ids(view.top) == ["vitd", "folato", "sonno"]
+    assert doc_ids(view.ranked) == ["vitd", "folato", "sonno", "febbre", "caffe-it"]
+    # a copy of another passage of the card's document, named in ``passages``
+    other = make_seg("sonno-copy", SONNO.text, title="Sonno", language="it")
+    result = result_of([hit(other, 0.9), hit(FOLATO, 0.86)], [hit(FEBBRE, 0.84)])
+    assert doc_ids(mixed_view(result, card, 3, passages={passage_key(SONNO)}).top) == ["vitd", "folato", "febbre"]
+    assert doc_ids(mixed_view(result, card, 3).top) == ["vitd", "sonno-copy", "folato"]
 
 
 def test_the_cross_language_score_is_the_gate_logit_plus_the_slope_times_the_cosine_gap() -> None:

@@ -13,20 +13,33 @@ has an English document nearly as close as its best Italian link, an out-of-scop
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from chatbot.index import Hit
 from chatbot.pipeline import RetrievalResult
 from chatbot.stages.answer_pool import links_in, raw_cosine
+from corpus.segmenter import passage_key
 
 
-def mixed_view(result: RetrievalResult, other: Hit, top_n: int = 3) -> RetrievalResult:
+def mixed_view(result: RetrievalResult, other: Hit, top_n: int = 3, passages: Collection[str] = ()) -> RetrievalResult:
     """``result`` with ``other`` (an other-language document's best passage) linked first, then ``result``'s
-    links without its document (``top_n`` links in all); the ranked documents are the view's links then the rest."""
-    top = [other, *[h for h in result.top if h.segment.doc_id != other.segment.doc_id]][: max(top_n, 1)]
+    links without its document (``top_n`` links in all); the ranked documents are the view's links then the rest.
+    ``passages``: the passage keys (``corpus.segmenter.passage_key``) of ``other``'s document; a document holding
+    one of them is a copy of it and is dropped, its link taken by the next ranked document."""
+    doc, keys = other.segment.doc_id, {passage_key(other.segment), *passages} - {""}
+
+    def kept(h: Hit) -> bool:
+        return h.segment.doc_id != doc and passage_key(h.segment) not in keys
+
+    copies = sum(1 for h in result.top if h.segment.doc_id != doc and not kept(h))
+    top = [other, *[h for h in result.top if kept(h)]]
+    if copies:
+        linked = {h.segment.doc_id for h in top}
+        top += [h for h in result.ranked if h.segment.doc_id not in linked and kept(h)][:copies]
+    top = top[: max(top_n, 1)]
     linked = {h.segment.doc_id for h in top}
-    ranked = [*top, *[h for h in result.ranked if h.segment.doc_id not in linked]]
+    ranked = [*top, *[h for h in result.ranked if h.segment.doc_id not in linked and kept(h)]]
     return RetrievalResult(result.question, list(result.candidates), ranked, top)
 
 
