@@ -94,9 +94,14 @@ def embedding_text(segment: Segment) -> str:
     return f"{head}\n{segment.text}" if head else segment.text
 
 
+def text_key(text: str) -> str:
+    """What makes two texts the same passage for a patient: their words, spaces and case aside."""
+    return " ".join(text.split()).casefold()
+
+
 def passage_key(segment: Segment) -> str:
-    """What makes two segments the same passage for a patient: their text, spaces and case aside."""
-    return " ".join(segment.text.split()).casefold()
+    """``text_key`` of a segment's text."""
+    return text_key(segment.text)
 
 
 def shared_passages(segments: Iterable[Segment]) -> list[list[Segment]]:

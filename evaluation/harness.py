@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from corpus.segmenter import text_key
 from evaluation.evaluator import Benchmark
 from evaluation.report import Report, output_target
 from evaluation.report import command_line as report_command_line
@@ -152,8 +153,9 @@ def compute_metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[str]]
 
 
 def shared_text_groups(corpus: Path) -> dict[str, str]:
-    """{document id: the first id, in file order, of the documents whose text is the same (spaces and case
-    aside)}, for the documents that share their text with another; {} when every text is distinct.
+    """{document id: the first id, in file order, of the documents whose text is the same (``text_key``, as the
+    product's links compare passages)}, for the documents that share their text with another; {} when every text
+    is distinct.
 
     Some public sets hold one answer under several ids (MEDIQA lists an answer once per question it was a
     candidate for, judged for that question only): a ranking that returns the copy under another id scores it
@@ -165,7 +167,7 @@ def shared_text_groups(corpus: Path) -> dict[str, str]:
             if not line.strip():
                 continue
             rec = json.loads(line)
-            key = " ".join(str(rec.get("text", "")).split()).casefold()
+            key = text_key(str(rec.get("text", "")))
             if not key:  # a record without text is never indexed, so never a copy of anything
                 continue
             doc_id = str(rec["_id"])

@@ -138,6 +138,14 @@ def test_load_judged_names_the_missing_file(tmp_path):
         load_judged(tmp_path / "empty")
 
 
+def _evaluate_on_fake_vectors(data, pipelines, tmp_path, fake_embedder):
+    """``evaluate`` with no reranker, the fake embedder and a store under tmp_path, silently."""
+    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
+    services = Services(settings, collection=data.name)
+    services.__dict__["embedder"] = fake_embedder
+    return evaluate(data, pipelines, settings=settings, services=services, log=lambda *a: None)
+
+
 def test_evaluate_end_to_end_on_fake_vectors(tmp_path, fake_embedder):
     data = _beir(
         tmp_path / "tiny",
@@ -149,11 +157,7 @@ def test_evaluate_end_to_end_on_fake_vectors(tmp_path, fake_embedder):
         {"q-asthma": "asthma", "q-fever": "fever", "q-sleep": "sleep"},
         {"q-asthma": {"d-asthma": 1}, "q-fever": {"d-fever": 1}, "q-sleep": {"d-sleep": 1, "d-fever": 0}},
     )
-    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
-    services = Services(settings, collection="tiny")
-    services.__dict__["embedder"] = fake_embedder
-
-    result = evaluate(data, ["bm25", "dense"], settings=settings, services=services, log=lambda *a: None)
+    result = _evaluate_on_fake_vectors(data, ["bm25", "dense"], tmp_path, fake_embedder)
 
     assert result["summary"]["queries"] == 3
     for name in ("bm25", "dense"):
@@ -185,11 +189,7 @@ def test_a_passage_indexed_under_two_ids_is_listed_once_and_scored_once_at_conte
         {"q-fever": "fever"},
         {"q-fever": {"q-fever_A1": 1, "q-fever_A2": 0}},
     )
-    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
-    services = Services(settings, collection="copies")
-    services.__dict__["embedder"] = fake_embedder
-
-    result = evaluate(data, ["dense"], settings=settings, services=services, log=lambda *a: None)
+    result = _evaluate_on_fake_vectors(data, ["dense"], tmp_path, fake_embedder)
 
     assert result["index"]["shared_passages"] == 1  # `chatbot ingest` reports it too
     (row,) = result["per_query"]
@@ -248,11 +248,7 @@ def test_query_type_prefers_a_known_label_in_the_data_then_the_heuristic(text, m
 
 def test_every_report_splits_metrics_by_question_type(tmp_path, fake_embedder):
     data = _typed_set(tmp_path)
-    settings = Settings(paths={"data_dir": tmp_path / "store"}, rerank={"kind": "none"})
-    services = Services(settings, collection="typed")
-    services.__dict__["embedder"] = fake_embedder
-
-    result = evaluate(data, ["dense"], settings=settings, services=services, log=lambda *a: None)
+    result = _evaluate_on_fake_vectors(data, ["dense"], tmp_path, fake_embedder)
 
     # q-mixed: query (asthma 1, fever 2) ranks d-fever, d-asthma, d-sleep: the relevant one at rank 2.
     mixed_ndcg = 1 / math.log2(3)
